@@ -1,0 +1,65 @@
+/**
+ * The catalogue port: models and the provider endpoints that serve them. Loaded from configuration
+ * by a composition root; the core reads an immutable snapshot per request.
+ */
+import { Context, Effect } from "effect"
+
+/** USD prices as decimal strings: per token for prompt/completion, per request, per image. */
+export interface Pricing {
+  readonly prompt: string
+  readonly completion: string
+  readonly request: string
+  readonly image: string
+  /** Per cached prompt token read; defaults to `prompt` when absent. */
+  readonly inputCacheRead?: string | undefined
+  /** Per prompt token written to the cache; defaults to `prompt` when absent. */
+  readonly inputCacheWrite?: string | undefined
+}
+
+/** One way of serving a model: a provider and the model id that provider knows. */
+export interface Endpoint {
+  /** Stable id: `${modelId}@${provider}` (plus `#n` when a model lists one provider twice). */
+  readonly id: string
+  readonly modelId: string
+  readonly provider: string
+  readonly upstreamModel: string
+  readonly pricing: Pricing
+  readonly contextLength?: number | undefined
+  readonly maxCompletionTokens?: number | undefined
+  readonly quantization?: string | undefined
+  readonly supportedParameters?: ReadonlyArray<string> | undefined
+  readonly inputModalities?: ReadonlyArray<string> | undefined
+  readonly zdr: boolean
+  readonly dataCollection: "allow" | "deny"
+  readonly supportsVoiceCloning: boolean
+  readonly supportsMultipleAudioReferences: boolean
+  readonly supportsImageReference: boolean
+}
+
+export interface Model {
+  readonly id: string
+  readonly name: string
+  readonly endpoints: ReadonlyArray<Endpoint>
+}
+
+/** An immutable view of the catalogue; requests read one snapshot from start to end. */
+export interface CatalogueSnapshot {
+  readonly models: ReadonlyMap<string, Model>
+}
+
+export interface CatalogueService {
+  readonly snapshot: Effect.Effect<CatalogueSnapshot>
+}
+
+/** Port: the model catalogue. */
+export class Catalogue extends Context.Tag("@model-gateway/core/Catalogue")<Catalogue, CatalogueService>() {}
+
+/** Builds a snapshot from a list of models. */
+export const makeSnapshot = (models: Iterable<Model>): CatalogueSnapshot => ({
+  models: new Map(Array.from(models, (m) => [m.id, m] as const))
+})
+
+/** A catalogue that always answers the same snapshot. */
+export const fromSnapshot = (snapshot: CatalogueSnapshot): CatalogueService => ({
+  snapshot: Effect.succeed(snapshot)
+})

@@ -1,0 +1,66 @@
+/**
+ * Domain errors that cross the HTTP boundary. The http-adapter maps each tag to a status and a body
+ * shape in one table; the core never speaks HTTP statuses except where an upstream gave one.
+ */
+import { Schema } from "effect"
+
+const fields = {
+  message: Schema.String
+}
+
+/** 400: the request is malformed or breaks a rule of the interface. `param` names the offending field path. */
+export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", {
+  ...fields,
+  param: Schema.optional(Schema.String)
+}) {}
+
+/** 401: missing or unknown credentials. */
+export class Unauthenticated extends Schema.TaggedError<Unauthenticated>()("Unauthenticated", fields) {}
+
+/** 403: the principal may not do this (management-only operation, a guardrail block). */
+export class PermissionDenied extends Schema.TaggedError<PermissionDenied>()("PermissionDenied", fields) {}
+
+/** 404: unknown model or resource. */
+export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", fields) {}
+
+/** 413: the request body is larger than the configured limit. */
+export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", fields) {}
+
+/** 429: rate limited (by the gateway or by every upstream that was tried). */
+export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
+  ...fields,
+  retryAfterMs: Schema.optional(Schema.Number)
+}) {}
+
+/** 529: the provider that answered last was overloaded. */
+export class Overloaded extends Schema.TaggedError<Overloaded>()("Overloaded", fields) {}
+
+/** 503: no endpoint could serve the request. */
+export class Unavailable extends Schema.TaggedError<Unavailable>()("Unavailable", fields) {}
+
+/** 524 / timeout_error: the upstream did not answer in time. */
+export class UpstreamTimeout extends Schema.TaggedError<UpstreamTimeout>()("UpstreamTimeout", fields) {}
+
+/** An upstream answered with an error that is passed on with its own status (e.g. a 400 it rejected). */
+export class UpstreamRejected extends Schema.TaggedError<UpstreamRejected>()("UpstreamRejected", {
+  ...fields,
+  status: Schema.Number,
+  errorType: Schema.optional(Schema.String)
+}) {}
+
+/** 500: a bug or an unexpected infrastructure failure. */
+export class InternalError extends Schema.TaggedError<InternalError>()("InternalError", fields) {}
+
+/** Every error a gateway use case can fail with. */
+export type GatewayError =
+  | InvalidRequest
+  | Unauthenticated
+  | PermissionDenied
+  | NotFound
+  | PayloadTooLarge
+  | RateLimited
+  | Overloaded
+  | Unavailable
+  | UpstreamTimeout
+  | UpstreamRejected
+  | InternalError

@@ -1,0 +1,6 @@
+export * as Catalogue from "./catalogue/Catalogue.js"
+export * as GatewayError from "./errors/GatewayError.js"
+export * as Keys from "./auth/Keys.js"
+export * as Upstream from "./upstream/Upstream.js"
+export * as UsageLog from "./usage/UsageLog.js"
+export * as Wire from "./messages/Wire.js"

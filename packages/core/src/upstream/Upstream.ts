@@ -1,0 +1,79 @@
+/**
+ * The upstream port: sends one request to one provider endpoint. Adapters speak each provider's wire
+ * protocol and always answer in the Anthropic Messages shape the gateway serves. Failures are
+ * classified so the executor can decide whether to fall back.
+ */
+import type { Effect, Stream } from "effect"
+import { Context, Data } from "effect"
+import type { Endpoint } from "../catalogue/Catalogue.js"
+import type { JsonObject, Message, StreamEvent } from "../messages/Wire.js"
+
+/** Why an upstream attempt failed. */
+export type UpstreamFailure =
+  /** 429 */
+  | "rate_limited"
+  /** 529, or 503 with an overloaded body */
+  | "overloaded"
+  /** no first byte, or a stalled stream, within the configured time */
+  | "timeout"
+  /** connection refused or reset, DNS, TLS, a body cut short, a malformed frame */
+  | "transport"
+  /** other 5xx */
+  | "server_error"
+  /** 400, 413, 422: the request itself is wrong; never retried on the same endpoint */
+  | "invalid_request"
+  /** 401, 403 from the upstream: the gateway's provider credentials are wrong */
+  | "auth"
+  /** 404 from the upstream: the upstream model id is unknown there */
+  | "not_found"
+  /** the provider declined to answer (content filter, refusal) */
+  | "refused"
+  /** the adapter cannot express this request for this upstream (e.g. a document to a text-only API) */
+  | "unsupported"
+
+export class UpstreamError extends Data.TaggedError("UpstreamError")<{
+  readonly kind: UpstreamFailure
+  readonly message: string
+  /** The upstream's HTTP status, when it answered with one. */
+  readonly status?: number | undefined
+  /** The upstream's own error type string, when it gave one. */
+  readonly errorType?: string | undefined
+  /** From `retry-after` / `retry-after-ms`. */
+  readonly retryAfterMs?: number | undefined
+}> {}
+
+/** Failures after which the next attempt (another endpoint or model) may be tried. */
+export const isRetryable = (error: UpstreamError): boolean => {
+  switch (error.kind) {
+    case "invalid_request":
+      return false
+    default:
+      return true
+  }
+}
+
+/** Client headers that matter to an Anthropic upstream. */
+export interface ForwardHeaders {
+  readonly anthropicVersion?: string | undefined
+  readonly anthropicBeta?: string | undefined
+}
+
+/** One call: which endpoint, and the Anthropic-shaped body (model already the upstream's id). */
+export interface MessagesCall {
+  readonly endpoint: Endpoint
+  readonly body: JsonObject
+  readonly headers: ForwardHeaders
+}
+
+export interface UpstreamService {
+  /** A non-streaming message. */
+  readonly createMessage: (call: MessagesCall) => Effect.Effect<Message, UpstreamError>
+  /**
+   * A streamed message: the events of the Anthropic stream protocol, in order, as they arrive.
+   * Interrupting the stream aborts the upstream request. A stream cut short fails with `transport`.
+   */
+  readonly streamMessage: (call: MessagesCall) => Stream.Stream<StreamEvent, UpstreamError>
+}
+
+/** Port: provider endpoints. */
+export class Upstream extends Context.Tag("@model-gateway/core/Upstream")<Upstream, UpstreamService>() {}

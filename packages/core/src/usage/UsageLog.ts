@@ -1,0 +1,54 @@
+/**
+ * The usage log port: one record per request, written off the request path (adapters buffer and
+ * write in batches) so that logging never adds latency to a request.
+ */
+import type { Effect } from "effect"
+import { Context } from "effect"
+
+export interface UsageRecord {
+  readonly requestId: string
+  /** Unix epoch milliseconds. */
+  readonly createdAt: number
+  readonly keyId: string
+  readonly workspace: string
+  /** The model that answered (or was asked for, when nothing answered). */
+  readonly model: string
+  readonly provider: string | null
+  readonly endpointId: string | null
+  readonly stream: boolean
+  /** HTTP status the client got (200 for a stream that started). */
+  readonly status: number
+  readonly errorType: string | null
+  /** Uncached prompt tokens. */
+  readonly inputTokens: number
+  readonly outputTokens: number
+  readonly cacheReadTokens: number
+  readonly cacheWriteTokens: number
+  /** USD as a decimal string. */
+  readonly cost: string
+  readonly latencyMs: number
+  readonly ttfbMs: number | null
+  readonly attempts: number
+  readonly sessionId: string | null
+  readonly user: string | null
+  readonly appReferer: string | null
+  readonly appTitle: string | null
+  readonly appCategories: string | null
+}
+
+export interface UsageQuery {
+  readonly workspace?: string | undefined
+  readonly limit?: number | undefined
+}
+
+export interface UsageLogService {
+  /** Queues a record; never blocks the caller on storage. */
+  readonly record: (record: UsageRecord) => Effect.Effect<void>
+  /** Waits until every queued record is stored. */
+  readonly flush: Effect.Effect<void>
+  /** Newest first. */
+  readonly list: (query: UsageQuery) => Effect.Effect<ReadonlyArray<UsageRecord>>
+}
+
+/** Port: usage records. */
+export class UsageLog extends Context.Tag("@model-gateway/core/UsageLog")<UsageLog, UsageLogService>() {}
