@@ -1,1 +1,1 @@
-export {}
+export * as EmbeddingApp from "./main.js"

@@ -1,1 +1,5 @@
-export {}
+export * as ErrorResponses from "./ErrorResponses.js"
+export * as FetchBinding from "./FetchBinding.js"
+export * as GatewayHttp from "./GatewayHttp.js"
+export * as HttpAppBinding from "./HttpAppBinding.js"
+export * as NodeBinding from "./NodeBinding.js"

@@ -1,1 +1,5 @@
-export {}
+export * as AnthropicUpstream from "./anthropic/AnthropicUpstream.js"
+export * as OpenAiTranslate from "./openai/OpenAiTranslate.js"
+export * as OpenAiUpstream from "./openai/OpenAiUpstream.js"
+export * as Transport from "./internal/Transport.js"
+export * as UpstreamRouter from "./UpstreamRouter.js"

@@ -64,3 +64,31 @@ export type GatewayError =
   | UpstreamTimeout
   | UpstreamRejected
   | InternalError
+
+/** The HTTP status and messages-protocol error type of each domain error: the one table both bodies use. */
+export const describe = (error: GatewayError): { readonly status: number; readonly type: string } => {
+  switch (error._tag) {
+    case "InvalidRequest":
+      return { status: 400, type: "invalid_request_error" }
+    case "Unauthenticated":
+      return { status: 401, type: "authentication_error" }
+    case "PermissionDenied":
+      return { status: 403, type: "permission_error" }
+    case "NotFound":
+      return { status: 404, type: "not_found_error" }
+    case "PayloadTooLarge":
+      return { status: 413, type: "invalid_request_error" }
+    case "RateLimited":
+      return { status: 429, type: "rate_limit_error" }
+    case "Overloaded":
+      return { status: 529, type: "overloaded_error" }
+    case "Unavailable":
+      return { status: 503, type: "overloaded_error" }
+    case "UpstreamTimeout":
+      return { status: 504, type: "timeout_error" }
+    case "UpstreamRejected":
+      return { status: error.status, type: error.errorType ?? "invalid_request_error" }
+    case "InternalError":
+      return { status: 500, type: "api_error" }
+  }
+}

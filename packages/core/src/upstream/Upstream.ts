@@ -6,6 +6,7 @@
 import type { Effect, Stream } from "effect"
 import { Context, Data } from "effect"
 import type { Endpoint } from "../catalogue/Catalogue.js"
+import * as GatewayError from "../errors/GatewayError.js"
 import type { JsonObject, Message, StreamEvent } from "../messages/Wire.js"
 
 /** Why an upstream attempt failed. */
@@ -77,3 +78,32 @@ export interface UpstreamService {
 
 /** Port: provider endpoints. */
 export class Upstream extends Context.Tag("@model-gateway/core/Upstream")<Upstream, UpstreamService>() {}
+
+/** The domain error a client sees when this was the last upstream failure and nothing else was left to try. */
+export const toGatewayError = (error: UpstreamError): GatewayError.GatewayError => {
+  const message = error.message
+  switch (error.kind) {
+    case "rate_limited":
+      return new GatewayError.RateLimited({ message, retryAfterMs: error.retryAfterMs })
+    case "overloaded":
+      return new GatewayError.Overloaded({ message })
+    case "timeout":
+      return new GatewayError.UpstreamTimeout({ message })
+    case "invalid_request":
+      return new GatewayError.UpstreamRejected({
+        message,
+        status: error.status === 413 ? 413 : 400,
+        errorType: "invalid_request_error"
+      })
+    case "unsupported":
+      return new GatewayError.InvalidRequest({ message })
+    case "refused":
+      return new GatewayError.PermissionDenied({ message })
+    case "server_error":
+      return new GatewayError.InternalError({ message })
+    case "auth":
+    case "not_found":
+    case "transport":
+      return new GatewayError.Unavailable({ message })
+  }
+}

@@ -1,0 +1,118 @@
+/**
+ * The composition root: wires the core use cases to the adapters a configuration names, builds the
+ * runtime once, and exposes the gateway as a node request listener, a web fetch handler and an
+ * `@effect/platform` HttpApp. Embedders call `makeGateway`; the example server calls `startServer`.
+ */
+import { Catalogue, Keys, MessagesService } from "@model-gateway/core"
+import type { GatewayHttp } from "@model-gateway/http-adapter"
+import { FetchBinding, GatewayHttp as Http, HttpAppBinding, NodeBinding } from "@model-gateway/http-adapter"
+import type { Upstream } from "@model-gateway/core"
+import { UpstreamRouter } from "@model-gateway/provider-adapters"
+import { StorageMemory } from "@model-gateway/storage-memory"
+import { SqlStorage } from "@model-gateway/storage-sql"
+import { Effect, Layer, ManagedRuntime } from "effect"
+import { createServer, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import type { GatewayConfig } from "./Config.js"
+import { catalogueModels, providerConfigs } from "./Config.js"
+
+export interface GatewayOptions {
+  /** Storage URL: `memory:`, `sqlite:PATH`, `sqlite::memory:`, `postgres://...`. Defaults to the config's. */
+  readonly storage?: string | undefined
+  /** Replace provider adapters by name (tests, custom adapters). */
+  readonly upstreams?: Readonly<Record<string, Upstream.UpstreamService>> | undefined
+  /** Strip this prefix before routing, when mounted under a path in another server. */
+  readonly mountPath?: string | undefined
+}
+
+/** The storage adapters for a storage URL. */
+export const storageLayer = (url: string) =>
+  url === "memory:" || url === "memory" ? StorageMemory.layer : SqlStorage.layerFromUrl(url)
+
+/** The whole gateway as one Layer: the messages use case over catalogue, upstreams and storage. */
+export const gatewayLayer = (config: GatewayConfig, options: GatewayOptions = {}) => {
+  const snapshot = Catalogue.makeSnapshot(catalogueModels(config))
+  const ports = Layer.mergeAll(
+    Layer.succeed(Catalogue.Catalogue, Catalogue.fromSnapshot(snapshot)),
+    UpstreamRouter.layer({ ...providerConfigs(config), ...options.upstreams }),
+    storageLayer(options.storage ?? config.storage)
+  )
+  return MessagesService.layer.pipe(Layer.provideMerge(ports))
+}
+
+export interface Gateway {
+  readonly runtime: ManagedRuntime.ManagedRuntime<Layer.Layer.Success<ReturnType<typeof gatewayLayer>>, unknown>
+  readonly handler: GatewayHttp.Handler
+  /** A `node:http` request listener. */
+  readonly listener: ReturnType<typeof NodeBinding.makeListener>
+  /** A web-standard fetch handler. */
+  readonly fetch: (request: Request) => Promise<Response>
+  /** The gateway as an `@effect/platform` HttpApp (provide the runtime's services when serving it). */
+  readonly httpApp: ReturnType<typeof HttpAppBinding.make>
+  /** Flushes usage records and closes storage and upstream pools. */
+  readonly dispose: () => Promise<void>
+}
+
+/** Builds a gateway from a configuration: storage migrated, configured keys provisioned. */
+export const makeGateway = async (config: GatewayConfig, options: GatewayOptions = {}): Promise<Gateway> => {
+  const runtime = ManagedRuntime.make(gatewayLayer(config, options))
+  await runtime.runPromise(Effect.flatMap(Keys.Keys, (keys) =>
+    Effect.forEach(config.keys, (k) =>
+      keys.provision({
+        secret: k.key,
+        workspace: k.workspace,
+        management: k.management,
+        interns: k.interns,
+        label: k.label
+      }), { discard: true })))
+  const handler = Http.makeHandler({ basePath: config.server.basePath })
+  const bindingOptions = { maxBodyBytes: config.server.maxBodyBytes, mountPath: options.mountPath }
+  return {
+    runtime,
+    handler,
+    listener: NodeBinding.makeListener(runtime, handler, bindingOptions),
+    fetch: FetchBinding.makeFetchHandler(runtime, handler, bindingOptions),
+    httpApp: HttpAppBinding.make(handler, bindingOptions),
+    dispose: () => runtime.dispose()
+  }
+}
+
+export interface RunningServer {
+  readonly gateway: Gateway
+  readonly server: Server
+  /** `http://host:port` */
+  readonly url: string
+  /** Graceful: stops accepting, lets in-flight requests and streams finish (up to `graceMs`), then disposes. */
+  readonly close: (graceMs?: number) => Promise<void>
+}
+
+/** Starts the gateway on its own `node:http` server. Port 0 picks a free port. */
+export const startServer = async (
+  config: GatewayConfig,
+  options: GatewayOptions & { readonly host?: string; readonly port?: number } = {}
+): Promise<RunningServer> => {
+  const gateway = await makeGateway(config, options)
+  const server = createServer({ keepAliveTimeout: 65_000 }, gateway.listener)
+  const host = options.host ?? config.server.host
+  const port = options.port ?? config.server.port
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject)
+    server.listen(port, host, () => {
+      server.off("error", reject)
+      resolve()
+    })
+  })
+  const address = server.address() as AddressInfo
+  const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address
+  let closing: Promise<void> | undefined
+  const close = (graceMs = 30_000) =>
+    closing ??= new Promise<void>((resolve) => {
+      const timer = setTimeout(() => server.closeAllConnections(), graceMs)
+      server.close(() => {
+        clearTimeout(timer)
+        resolve()
+      })
+      server.closeIdleConnections()
+    }).then(() => gateway.dispose())
+  return { gateway, server, url: `http://${shownHost}:${address.port}`, close }
+}

@@ -1,0 +1,99 @@
+/**
+ * The web-standard binding: `(Request) => Promise<Response>`, for Hono, Next.js route handlers,
+ * Bun, Deno or Workers. An aborted request signal interrupts the handler and so the upstream.
+ */
+import { GatewayError } from "@model-gateway/core"
+import type { ManagedRuntime } from "effect"
+import { Effect, Stream } from "effect"
+import type { GatewayRequest, GatewayResponse, Handler, HandlerRequirements } from "./GatewayHttp.js"
+
+export interface FetchOptions {
+  /** Largest accepted request body in bytes; default 32 MiB. */
+  readonly maxBodyBytes?: number | undefined
+  /** A prefix stripped before routing, when the handler is mounted under a path. */
+  readonly mountPath?: string | undefined
+}
+
+const readBody = (request: Request, limit: number) =>
+  Effect.tryPromise({
+    try: async () => {
+      const declared = Number(request.headers.get("content-length"))
+      if (Number.isFinite(declared) && declared > limit) throw "too-large"
+      if (request.body === null) return new Uint8Array()
+      const reader = request.body.getReader()
+      const chunks: Array<Uint8Array> = []
+      let size = 0
+      for (;;) {
+        const { done, value } = await reader.read()
+        if (done) break
+        size += value.byteLength
+        if (size > limit) {
+          await reader.cancel()
+          throw "too-large"
+        }
+        chunks.push(value)
+      }
+      const out = new Uint8Array(size)
+      let offset = 0
+      for (const c of chunks) {
+        out.set(c, offset)
+        offset += c.byteLength
+      }
+      return out
+    },
+    catch: (e) =>
+      e === "too-large"
+        ? new GatewayError.PayloadTooLarge({ message: `Request body exceeds the limit of ${limit} bytes` })
+        : new GatewayError.InvalidRequest({ message: `Could not read request body: ${String(e)}` })
+  })
+
+/** Adapts a web Request to the gateway's description. */
+export const toGatewayRequest = (request: Request, options: FetchOptions = {}): GatewayRequest => {
+  const url = new URL(request.url)
+  let path = url.pathname
+  if (options.mountPath !== undefined && path.startsWith(options.mountPath)) {
+    path = path.slice(options.mountPath.length) || "/"
+  }
+  const headers: Record<string, string> = {}
+  request.headers.forEach((value, key) => {
+    headers[key] = value
+  })
+  return {
+    method: request.method,
+    path,
+    headers,
+    body: readBody(request, options.maxBodyBytes ?? 32 * 1024 * 1024)
+  }
+}
+
+const encoder = new TextEncoder()
+
+/** Turns a gateway response into a web Response; streams stay streams. */
+export const toResponse = <R, E>(response: GatewayResponse, runtime: ManagedRuntime.ManagedRuntime<R, E>): Response => {
+  switch (response.body._tag) {
+    case "Text":
+      return new Response(response.body.text, { status: response.status, headers: response.headers })
+    case "Empty":
+      return new Response(null, { status: response.status, headers: response.headers })
+    case "Stream": {
+      const body = Stream.toReadableStreamRuntime(
+        Stream.map(response.body.stream, (frame) => encoder.encode(frame)),
+        // the frames need nothing from the runtime; it only runs them
+        runtime as unknown as ManagedRuntime.ManagedRuntime<never, never>
+      )
+      return new Response(body, { status: response.status, headers: response.headers })
+    }
+  }
+}
+
+/** A fetch handler for the gateway, driven by a runtime the caller built once. */
+export const makeFetchHandler = <E>(
+  runtime: ManagedRuntime.ManagedRuntime<HandlerRequirements, E>,
+  handler: Handler,
+  options: FetchOptions = {}
+) =>
+(request: Request): Promise<Response> =>
+  runtime.runPromise(
+    Effect.map(handler(toGatewayRequest(request, options)), (response) => toResponse(response, runtime)),
+    { signal: request.signal }
+  )

@@ -1,0 +1,65 @@
+/**
+ * The `@effect/platform` binding: the gateway as an `HttpApp`, to mount in an Effect HTTP server
+ * or router (`HttpRouter.mountApp`). Convenient for Effect users; the node listener is leaner.
+ */
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { GatewayError } from "@model-gateway/core"
+import { Effect, Stream } from "effect"
+import type { GatewayResponse, Handler } from "./GatewayHttp.js"
+
+export interface HttpAppOptions {
+  /** Largest accepted request body in bytes; default 32 MiB. */
+  readonly maxBodyBytes?: number | undefined
+  /** A prefix stripped before routing (use when mounted with `HttpRouter.mountApp` without stripping). */
+  readonly mountPath?: string | undefined
+}
+
+const toServerResponse = (response: GatewayResponse): HttpServerResponse.HttpServerResponse => {
+  const { "content-type": contentType, ...headers } = response.headers
+  switch (response.body._tag) {
+    case "Text":
+      return HttpServerResponse.text(response.body.text, { status: response.status, headers, contentType })
+    case "Empty":
+      return HttpServerResponse.empty({ status: response.status, headers })
+    case "Stream":
+      return HttpServerResponse.stream(Stream.encodeText(response.body.stream), {
+        status: response.status,
+        headers,
+        contentType
+      })
+  }
+}
+
+/** The gateway as an HttpApp. */
+export const make = (handler: Handler, options: HttpAppOptions = {}) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const limit = options.maxBodyBytes ?? 32 * 1024 * 1024
+    const url = new URL(request.url, "http://localhost")
+    let path = url.pathname
+    if (options.mountPath !== undefined && path.startsWith(options.mountPath)) {
+      path = path.slice(options.mountPath.length) || "/"
+    }
+    const body = Effect.suspend(() => {
+      const declared = Number(request.headers["content-length"])
+      if (Number.isFinite(declared) && declared > limit) {
+        return Effect.fail(
+          new GatewayError.PayloadTooLarge({ message: `Request body exceeds the limit of ${limit} bytes` })
+        )
+      }
+      return request.arrayBuffer.pipe(
+        Effect.mapError((e) =>
+          new GatewayError.InvalidRequest({ message: `Could not read request body: ${e.message}` })
+        ),
+        Effect.flatMap((buffer) =>
+          buffer.byteLength > limit
+            ? Effect.fail(
+              new GatewayError.PayloadTooLarge({ message: `Request body exceeds the limit of ${limit} bytes` })
+            )
+            : Effect.succeed(new Uint8Array(buffer))
+        )
+      )
+    })
+    const response = yield* handler({ method: request.method, path, headers: request.headers, body })
+    return toServerResponse(response)
+  })

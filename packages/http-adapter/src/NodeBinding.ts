@@ -1,0 +1,144 @@
+/**
+ * The `node:http` binding: a request listener driven by one prebuilt runtime. This is the hot path
+ * of the example server: no router framework, no per-request layers, the body read only when a
+ * route asks for it, and stream frames written as they come with back-pressure. A client that goes
+ * away interrupts the request's fiber, which aborts the upstream request.
+ */
+import { GatewayError } from "@model-gateway/core"
+import type { ManagedRuntime } from "effect"
+import { Effect, FiberId, Stream } from "effect"
+import type { IncomingMessage, ServerResponse } from "node:http"
+import type { GatewayRequest, GatewayResponse, Handler, HandlerRequirements } from "./GatewayHttp.js"
+
+export interface NodeOptions {
+  /** Largest accepted request body in bytes; larger gets 413. Default 32 MiB. */
+  readonly maxBodyBytes?: number | undefined
+  /** A prefix the embedding server mounts the gateway under, stripped before routing (e.g. `/gateway`). */
+  readonly mountPath?: string | undefined
+}
+
+export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
+
+const tooLarge = (limit: number) =>
+  new GatewayError.PayloadTooLarge({ message: `Request body exceeds the limit of ${limit} bytes` })
+
+const readBody = (req: IncomingMessage, limit: number) =>
+  Effect.async<Uint8Array, GatewayError.PayloadTooLarge | GatewayError.InvalidRequest>((resume) => {
+    const declared = Number(req.headers["content-length"])
+    if (Number.isFinite(declared) && declared > limit) {
+      resume(Effect.fail(tooLarge(limit)))
+      return
+    }
+    const chunks: Array<Buffer> = []
+    let size = 0
+    const cleanup = () => {
+      req.off("data", onData)
+      req.off("end", onEnd)
+      req.off("error", onError)
+    }
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size > limit) {
+        cleanup()
+        resume(Effect.fail(tooLarge(limit)))
+      } else chunks.push(chunk)
+    }
+    const onEnd = () => {
+      cleanup()
+      resume(Effect.succeed(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)))
+    }
+    const onError = (error: Error) => {
+      cleanup()
+      resume(Effect.fail(new GatewayError.InvalidRequest({ message: `Could not read request body: ${error.message}` })))
+    }
+    req.on("data", onData)
+    req.on("end", onEnd)
+    req.on("error", onError)
+    return Effect.sync(cleanup)
+  })
+
+const writeChunk = (res: ServerResponse, chunk: string) =>
+  Effect.async<void>((resume) => {
+    if (res.destroyed) return resume(Effect.interrupt)
+    if (res.write(chunk)) return resume(Effect.void)
+    const done = () => {
+      res.off("drain", done)
+      res.off("close", done)
+      resume(Effect.void)
+    }
+    res.on("drain", done)
+    res.on("close", done)
+  })
+
+/** Writes a gateway response to a node response. */
+export const writeResponse = (res: ServerResponse, response: GatewayResponse): Effect.Effect<void> => {
+  switch (response.body._tag) {
+    case "Text": {
+      const text = response.body.text
+      return Effect.sync(() => {
+        res.writeHead(response.status, { ...response.headers, "content-length": Buffer.byteLength(text) })
+        res.end(text)
+      })
+    }
+    case "Empty":
+      return Effect.sync(() => {
+        res.writeHead(response.status, response.headers)
+        res.end()
+      })
+    case "Stream": {
+      const stream = response.body.stream
+      return Effect.suspend(() => {
+        res.writeHead(response.status, response.headers)
+        res.flushHeaders()
+        return Stream.runForEach(stream, (frame) => writeChunk(res, frame))
+      }).pipe(Effect.ensuring(Effect.sync(() => res.end())))
+    }
+  }
+}
+
+/** Adapts node's request to the gateway's description. */
+export const toGatewayRequest = (req: IncomingMessage, options: NodeOptions = {}): GatewayRequest => {
+  const url = req.url ?? "/"
+  const q = url.indexOf("?")
+  let path = q === -1 ? url : url.slice(0, q)
+  const mount = options.mountPath
+  if (mount !== undefined && path.startsWith(mount)) path = path.slice(mount.length) || "/"
+  return {
+    method: req.method ?? "GET",
+    path,
+    headers: req.headers,
+    body: readBody(req, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES)
+  }
+}
+
+/**
+ * A `node:http` request listener for the gateway. `runtime` is built once by the composition root
+ * and provides everything the handler needs.
+ */
+export const makeListener = <E>(
+  runtime: ManagedRuntime.ManagedRuntime<HandlerRequirements, E>,
+  handler: Handler,
+  options: NodeOptions = {}
+) =>
+(req: IncomingMessage, res: ServerResponse): void => {
+  const fiber = runtime.runFork(
+    Effect.flatMap(handler(toGatewayRequest(req, options)), (response) => writeResponse(res, response)).pipe(
+      Effect.catchAllDefect((defect) =>
+        Effect.sync(() => {
+          if (!res.headersSent) {
+            res.writeHead(500, { "content-type": "application/json" })
+            res.end(JSON.stringify({
+              type: "error",
+              error: { type: "api_error", message: "Internal error" },
+              request_id: null
+            }))
+          } else res.destroy()
+          return defect
+        }).pipe(Effect.flatMap((d) => Effect.logError("request failed", d)))
+      )
+    )
+  )
+  res.on("close", () => {
+    if (!res.writableFinished) fiber.unsafeInterruptAsFork(FiberId.none)
+  })
+}

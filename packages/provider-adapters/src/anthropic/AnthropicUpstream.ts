@@ -1,0 +1,115 @@
+/**
+ * The Anthropic Messages adapter: forwards the request as the client sent it (only the model id is
+ * the endpoint's upstream id) and passes the answer and every stream event through faithfully —
+ * thinking and signatures, tool_use, server tool blocks, citations, cache usage fields.
+ */
+import type { Wire } from "@model-gateway/core"
+import { Upstream } from "@model-gateway/core"
+import { Effect, Stream } from "effect"
+import type { Timeouts } from "../internal/Transport.js"
+import { makeTransport, postEventStream, postJson } from "../internal/Transport.js"
+
+export interface AnthropicOptions {
+  /** Base URL without the `/v1` suffix, e.g. `https://api.anthropic.com`. */
+  readonly baseUrl: string
+  readonly apiKey?: string | undefined
+  /** Sent when the client did not send `anthropic-version`. */
+  readonly defaultVersion?: string | undefined
+  /** Extra headers sent on every request. */
+  readonly headers?: Readonly<Record<string, string>> | undefined
+  readonly timeouts?: Partial<Timeouts> | undefined
+}
+
+const describeError = (body: unknown, text: string) => {
+  const error = (body as { error?: { message?: unknown; type?: unknown } } | undefined)?.error
+  return {
+    message: typeof error?.message === "string" ? error.message : text.slice(0, 500) || "upstream error",
+    type: typeof error?.type === "string" ? error.type : undefined
+  }
+}
+
+/** The stream's own `event: error` frame, classified like an HTTP error of the same type. */
+const streamError = (data: Wire.JsonObject): Upstream.UpstreamError => {
+  const error = data.error as { type?: string; message?: string } | undefined
+  const type = error?.type
+  const kind: Upstream.UpstreamFailure = type === "overloaded_error"
+    ? "overloaded"
+    : type === "rate_limit_error"
+    ? "rate_limited"
+    : type === "invalid_request_error"
+    ? "invalid_request"
+    : type === "timeout_error"
+    ? "timeout"
+    : "server_error"
+  return new Upstream.UpstreamError({ kind, message: error?.message ?? "upstream stream error", errorType: type })
+}
+
+/** An Upstream for one Anthropic-protocol provider. */
+export const make = (options: AnthropicOptions): Upstream.UpstreamService => {
+  const transport = makeTransport(options.timeouts)
+  const url = `${options.baseUrl.replace(/\/+$/, "")}/v1/messages`
+  const baseHeaders: Record<string, string> = {
+    "content-type": "application/json",
+    accept: "application/json",
+    ...options.headers
+  }
+  if (options.apiKey !== undefined) baseHeaders["x-api-key"] = options.apiKey
+  const headersFor = (call: Upstream.MessagesCall, stream: boolean): Record<string, string> => {
+    const headers = { ...baseHeaders }
+    headers["anthropic-version"] = call.headers.anthropicVersion ?? options.defaultVersion ?? "2023-06-01"
+    if (call.headers.anthropicBeta !== undefined) headers["anthropic-beta"] = call.headers.anthropicBeta
+    if (stream) headers.accept = "text/event-stream"
+    return headers
+  }
+
+  const createMessage = (call: Upstream.MessagesCall) =>
+    postJson(transport, {
+      url,
+      headers: headersFor(call, false),
+      body: JSON.stringify({ ...call.body, stream: false }),
+      stream: false,
+      describeError
+    }).pipe(
+      Effect.flatMap((json) => {
+        const message = json as Wire.Message | undefined
+        return message !== undefined && message !== null && Array.isArray(message.content)
+          ? Effect.succeed(message)
+          : Effect.fail(
+            new Upstream.UpstreamError({ kind: "transport", message: "upstream answered without a message" })
+          )
+      })
+    )
+
+  const streamMessage = (call: Upstream.MessagesCall): Stream.Stream<Wire.StreamEvent, Upstream.UpstreamError> => {
+    let stopped = false
+    return postEventStream(transport, {
+      url,
+      headers: headersFor(call, true),
+      body: JSON.stringify({ ...call.body, stream: true }),
+      stream: true,
+      describeError
+    }).pipe(
+      Stream.mapEffect((message) => {
+        let data: Wire.JsonObject
+        try {
+          data = JSON.parse(message.data) as Wire.JsonObject
+        } catch {
+          return Effect.fail(
+            new Upstream.UpstreamError({ kind: "transport", message: "upstream sent a malformed stream event" })
+          )
+        }
+        if ((message.event ?? data.type) === "error") return Effect.fail(streamError(data))
+        if (typeof data.type !== "string") data.type = message.event ?? "message"
+        if (data.type === "message_stop") stopped = true
+        return Effect.succeed(data as Wire.StreamEvent)
+      }),
+      Stream.concat(Stream.suspend(() =>
+        stopped ? Stream.empty : Stream.fail(
+          new Upstream.UpstreamError({ kind: "transport", message: "upstream stream ended before message_stop" })
+        )
+      ))
+    )
+  }
+
+  return { createMessage, streamMessage }
+}

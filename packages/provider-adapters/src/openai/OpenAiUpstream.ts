@@ -1,0 +1,99 @@
+/**
+ * The OpenAI-compatible adapter (chat completions: OpenAI, vLLM, Ollama, llama.cpp server,
+ * OpenRouter, anything serving `/v1/chat/completions`). It translates the Anthropic Messages request
+ * and answer both ways; streams are translated chunk by chunk as they arrive.
+ */
+import type { Wire } from "@model-gateway/core"
+import { Upstream } from "@model-gateway/core"
+import { Effect, Either, Stream } from "effect"
+import type { Timeouts } from "../internal/Transport.js"
+import { makeTransport, postEventStream, postJson } from "../internal/Transport.js"
+import * as OpenAiTranslate from "./OpenAiTranslate.js"
+
+export interface OpenAiOptions {
+  /** Base URL including the version prefix, e.g. `https://api.openai.com/v1`. */
+  readonly baseUrl: string
+  readonly apiKey?: string | undefined
+  readonly headers?: Readonly<Record<string, string>> | undefined
+  readonly timeouts?: Partial<Timeouts> | undefined
+}
+
+const describeError = (body: unknown, text: string) => {
+  const error = (body as { error?: { message?: unknown; type?: unknown; code?: unknown } } | undefined)?.error
+  return {
+    message: typeof error?.message === "string" ? error.message : text.slice(0, 500) || "upstream error",
+    type: typeof error?.type === "string" ? error.type : undefined
+  }
+}
+
+/** An Upstream for one OpenAI-compatible provider. */
+export const make = (options: OpenAiOptions): Upstream.UpstreamService => {
+  const transport = makeTransport(options.timeouts)
+  const url = `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`
+  const headers: Record<string, string> = {
+    "content-type": "application/json",
+    accept: "application/json",
+    ...options.headers
+  }
+  if (options.apiKey !== undefined) headers.authorization = `Bearer ${options.apiKey}`
+  const streamHeaders = { ...headers, accept: "text/event-stream" }
+
+  const translate = (call: Upstream.MessagesCall, stream: boolean) =>
+    OpenAiTranslate.toChatRequest(call.body, {
+      upstreamModel: call.endpoint.upstreamModel,
+      stream,
+      supportsDocuments: call.endpoint.inputModalities?.includes("file") ?? false,
+      supportsReasoning: call.endpoint.supportedParameters?.some((p) =>
+        p === "reasoning" || p === "include_reasoning"
+      ) ??
+        false
+    })
+
+  const createMessage = (call: Upstream.MessagesCall) =>
+    Effect.flatMap(
+      translate(call, false),
+      (body) =>
+        postJson(transport, { url, headers, body: JSON.stringify(body), stream: false, describeError }).pipe(
+          Effect.flatMap((json) =>
+            OpenAiTranslate.fromChatCompletion(json as Wire.JsonObject, call.endpoint.upstreamModel)
+          )
+        )
+    )
+
+  const streamMessage = (call: Upstream.MessagesCall): Stream.Stream<Wire.StreamEvent, Upstream.UpstreamError> =>
+    Stream.unwrap(Effect.map(translate(call, true), (body) => {
+      const translator = OpenAiTranslate.makeStreamTranslator(call.endpoint.upstreamModel)
+      let done = false
+      const malformed = new Upstream.UpstreamError({ kind: "transport", message: "upstream sent a malformed chunk" })
+      return postEventStream(transport, {
+        url,
+        headers: streamHeaders,
+        body: JSON.stringify(body),
+        stream: true,
+        describeError
+      }).pipe(
+        Stream.takeUntil((message) => message.data === "[DONE]"),
+        Stream.mapEffect((message): Either.Either<ReadonlyArray<Wire.StreamEvent>, Upstream.UpstreamError> => {
+          if (message.data === "[DONE]") {
+            done = true
+            return translator.end()
+          }
+          let chunk: Wire.JsonObject
+          try {
+            chunk = JSON.parse(message.data) as Wire.JsonObject
+          } catch {
+            return Either.left(malformed)
+          }
+          return translator.push(chunk)
+        }),
+        Stream.flattenIterables,
+        Stream.concat(Stream.suspend(() => {
+          if (done) return Stream.empty
+          done = true
+          return Stream.flattenIterables(Stream.fromEffect(translator.end()))
+        }))
+      )
+    }))
+
+  return { createMessage, streamMessage }
+}
