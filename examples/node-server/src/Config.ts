@@ -9,7 +9,9 @@ import type { UpstreamRouter } from "@model-gateway/provider-adapters"
 import { Either, ParseResult, Schema } from "effect"
 
 const DecimalString = Schema.String.pipe(
-  Schema.filter((s) => Cost.isDecimal(s), { message: () => "must be a non-negative decimal string such as \"0.000003\"" })
+  Schema.filter((s) => Cost.isDecimal(s), {
+    message: () => "must be a non-negative decimal string such as \"0.000003\""
+  })
 )
 const PositiveInt = Schema.Int.pipe(Schema.positive())
 

@@ -37,7 +37,11 @@ export const fromEnvironment = (env: Readonly<Record<string, string | undefined>
   }
   if (env.OPENROUTER_API_KEY) {
     providers.openrouter = { kind: "openai", baseUrl: "https://openrouter.ai/api/v1", apiKey: env.OPENROUTER_API_KEY }
-    add("anthropic/claude-sonnet-4.5", "Claude Sonnet 4.5", endpoint("openrouter", "anthropic/claude-sonnet-4.5", 3, 15, 200000))
+    add(
+      "anthropic/claude-sonnet-4.5",
+      "Claude Sonnet 4.5",
+      endpoint("openrouter", "anthropic/claude-sonnet-4.5", 3, 15, 200000)
+    )
     add("openai/gpt-4o-mini", "GPT-4o mini", endpoint("openrouter", "openai/gpt-4o-mini", 0.15, 0.6, 128000))
   }
   return decode({ providers, models }, env).config

@@ -3,10 +3,10 @@
  * runtime once, and exposes the gateway as a node request listener, a web fetch handler and an
  * `@effect/platform` HttpApp. Embedders call `makeGateway`; the example server calls `startServer`.
  */
-import { Catalogue, Keys, MessagesService } from "@model-gateway/core"
+import { Catalogue, Keys, MessagesService, type UsageLog } from "@model-gateway/core"
+import type { Upstream } from "@model-gateway/core"
 import type { GatewayHttp } from "@model-gateway/http-adapter"
 import { FetchBinding, GatewayHttp as Http, HttpAppBinding, NodeBinding } from "@model-gateway/http-adapter"
-import type { Upstream } from "@model-gateway/core"
 import { UpstreamRouter } from "@model-gateway/provider-adapters"
 import { StorageMemory } from "@model-gateway/storage-memory"
 import { SqlStorage } from "@model-gateway/storage-sql"
@@ -26,11 +26,21 @@ export interface GatewayOptions {
 }
 
 /** The storage adapters for a storage URL. */
-export const storageLayer = (url: string) =>
-  url === "memory:" || url === "memory" ? StorageMemory.layer : SqlStorage.layerFromUrl(url)
+export const storageLayer = (url: string): Layer.Layer<Keys.Keys | UsageLog.UsageLog, unknown> =>
+  url === "memory:" || url === "memory" ? StorageMemory.layer() : SqlStorage.layerFromUrl(url)
+
+export type GatewayServices =
+  | MessagesService.MessagesService
+  | Catalogue.Catalogue
+  | Upstream.Upstream
+  | Keys.Keys
+  | UsageLog.UsageLog
 
 /** The whole gateway as one Layer: the messages use case over catalogue, upstreams and storage. */
-export const gatewayLayer = (config: GatewayConfig, options: GatewayOptions = {}) => {
+export const gatewayLayer = (
+  config: GatewayConfig,
+  options: GatewayOptions = {}
+): Layer.Layer<GatewayServices, unknown> => {
   const snapshot = Catalogue.makeSnapshot(catalogueModels(config))
   const ports = Layer.mergeAll(
     Layer.succeed(Catalogue.Catalogue, Catalogue.fromSnapshot(snapshot)),
@@ -41,7 +51,7 @@ export const gatewayLayer = (config: GatewayConfig, options: GatewayOptions = {}
 }
 
 export interface Gateway {
-  readonly runtime: ManagedRuntime.ManagedRuntime<Layer.Layer.Success<ReturnType<typeof gatewayLayer>>, unknown>
+  readonly runtime: ManagedRuntime.ManagedRuntime<GatewayServices, unknown>
   readonly handler: GatewayHttp.Handler
   /** A `node:http` request listener. */
   readonly listener: ReturnType<typeof NodeBinding.makeListener>

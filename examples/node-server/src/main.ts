@@ -34,11 +34,19 @@ const withOverrides = (config: GatewayConfig): GatewayConfig => {
   let port = config.server.port
   if (env.PORT !== undefined) {
     port = Number(env.PORT)
-    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`PORT: not a port number: ${env.PORT}`)
+    if (!Number.isInteger(port) || port < 0 || port > 65535) {
+      throw new ConfigError(`PORT: not a port number: ${env.PORT}`)
+    }
   }
   const keys = [...config.keys]
   if (env.GATEWAY_API_KEY && !keys.some((k) => k.key === env.GATEWAY_API_KEY)) {
-    keys.push({ key: env.GATEWAY_API_KEY, workspace: "default", management: true, interns: true, label: "GATEWAY_API_KEY" })
+    keys.push({
+      key: env.GATEWAY_API_KEY,
+      workspace: "default",
+      management: true,
+      interns: true,
+      label: "GATEWAY_API_KEY"
+    })
   }
   return {
     ...config,
@@ -60,10 +68,16 @@ const main = async () => {
   }
   const running = await startServer(config)
   const models = Object.keys(config.models)
-  console.log(`model-gateway: listening on ${running.url}${config.server.basePath} (storage ${config.storage.replace(/\/\/[^@/]*@/, "//***@")})`)
+  console.log(
+    `model-gateway: listening on ${running.url}${config.server.basePath} (storage ${
+      config.storage.replace(/\/\/[^@/]*@/, "//***@")
+    })`
+  )
   console.log(`model-gateway: ${models.length} model(s): ${models.join(", ") || "none (configure providers)"}`)
   if (generated !== undefined) {
-    console.log(`model-gateway: no API key configured; generated a management key for this run (shown once):\n  ${generated}`)
+    console.log(
+      `model-gateway: no API key configured; generated a management key for this run (shown once):\n  ${generated}`
+    )
   }
   let stopping = false
   const stop = (signal: string) => {

@@ -3,12 +3,12 @@
  * upstreams speaking the Anthropic and OpenAI wire formats over real HTTP.
  */
 import Anthropic from "@anthropic-ai/sdk"
-import AnthropicV0 from "anthropic-sdk-v0"
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import { UsageLog } from "@model-gateway/core"
+import AnthropicV0 from "anthropic-sdk-v0"
 import { Effect } from "effect"
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import type { Harness } from "./harness.js"
-import { KEY, post, readEvents, startHarness, TEAM_KEY } from "./harness.js"
+import { json, KEY, post, readEvents, startHarness, TEAM_KEY } from "./harness.js"
 
 let h: Harness
 let client: Anthropic
@@ -26,8 +26,7 @@ const weatherTool = {
   input_schema: { type: "object" as const, properties: { city: { type: "string" } }, required: ["city"] }
 }
 
-const PNG_1PX =
-  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+const PNG_1PX = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
 
 describe.each([
   ["Anthropic upstream", "anthro/claude", "anthro"],
@@ -134,14 +133,17 @@ describe("authentication", () => {
   })
 
   it("rejects a missing or unknown key with 401 authentication_error", async () => {
-    for (const headers of [{ authorization: "" }, { authorization: "Bearer nope" }, { "x-api-key": "nope" }]) {
+    const cases: Array<Record<string, string>> = [{ authorization: "" }, { authorization: "Bearer nope" }, {
+      "x-api-key": "nope"
+    }]
+    for (const headers of cases) {
       const response = await fetch(`${h.url}/v1/messages`, {
         method: "POST",
         headers: { "content-type": "application/json", ...headers },
         body: JSON.stringify({ model: "anthro/claude", messages: [] })
       })
       expect(response.status).toBe(401)
-      const body = await response.json()
+      const body = await json(response)
       expect(body).toMatchObject({ type: "error", error: { type: "authentication_error" } })
       expect(typeof body.request_id).toBe("string")
     }
@@ -166,16 +168,18 @@ describe("fallbacks", () => {
       ...extra
     }, { "x-service-metadata": "enabled" })
 
-  it.each([
-    ["429", { kind: "status", status: 429 }],
-    ["500", { kind: "status", status: 500 }],
-    ["529", { kind: "status", status: 529 }],
-    ["timeout", { kind: "hang" }]
-  ] as const)("falls back after %s from the primary", async (_label, behaviour) => {
+  it.each(
+    [
+      ["429", { kind: "status", status: 429 }],
+      ["500", { kind: "status", status: 500 }],
+      ["529", { kind: "status", status: 529 }],
+      ["timeout", { kind: "hang" }]
+    ] as const
+  )("falls back after %s from the primary", async (_label, behaviour) => {
     h.anthropic.script(behaviour)
     const response = await ask()
     expect(response.status).toBe(200)
-    const body = await response.json()
+    const body = await json(response)
     expect(body.model).toBe("acme/gpt")
     expect(body.provider).toBe("acme")
     expect(body.content[0].text).toBe("Echo: hello")
@@ -197,7 +201,7 @@ describe("fallbacks", () => {
       fallbacks: [{ model: "anthro/claude" }]
     })
     expect(response.status).toBe(200)
-    expect((await response.json()).model).toBe("anthro/claude")
+    expect((await json(response)).model).toBe("anthro/claude")
   })
 
   it("falls back in a stream when the primary fails before content", async () => {
@@ -206,8 +210,7 @@ describe("fallbacks", () => {
       model: "anthro/claude",
       max_tokens: 50,
       messages: [{ role: "user", content: "hello stream" }],
-      // @ts-expect-error gateway routing field
-      fallbacks: [{ model: "acme/gpt" }]
+      ...({ fallbacks: [{ model: "acme/gpt" }] } as {})
     }).finalMessage()
     expect(message.model).toBe("acme/gpt")
     expect(message.content[0]).toMatchObject({ text: "Echo: hello stream" })
@@ -227,7 +230,7 @@ describe("fallbacks", () => {
     h.anthropic.script({ kind: "status", status: 400 })
     const response = await ask()
     expect(response.status).toBe(400)
-    expect(await response.json()).toMatchObject({ type: "error", error: { type: "invalid_request_error" } })
+    expect(await json(response)).toMatchObject({ type: "error", error: { type: "invalid_request_error" } })
     expect(h.anthropic.requests).toHaveLength(1)
     expect(h.openai.requests).toHaveLength(0)
   })
@@ -238,16 +241,20 @@ describe("fallbacks", () => {
     [500, "api_error"]
   ])("answers %s / %s when nothing is left to try", async (status, type) => {
     h.anthropic.script({ kind: "status", status })
-    const response = await post(h, { model: "anthro/claude", max_tokens: 5, messages: [{ role: "user", content: "x" }] })
+    const response = await post(h, {
+      model: "anthro/claude",
+      max_tokens: 5,
+      messages: [{ role: "user", content: "x" }]
+    })
     expect(response.status).toBe(status)
-    expect(await response.json()).toMatchObject({ type: "error", error: { type } })
+    expect(await json(response)).toMatchObject({ type: "error", error: { type } })
     if (status === 429) expect(response.headers.get("retry-after")).toBe("1")
   })
 
   it("answers 503 when no endpoint is reachable", async () => {
     const response = await post(h, { model: "dead/model", max_tokens: 5, messages: [{ role: "user", content: "x" }] })
     expect(response.status).toBe(503)
-    expect(await response.json()).toMatchObject({ type: "error", error: { type: "overloaded_error" } })
+    expect(await json(response)).toMatchObject({ type: "error", error: { type: "overloaded_error" } })
   })
 })
 
@@ -264,7 +271,10 @@ describe("streams after content", () => {
     expect(response.status).toBe(200)
     const events = await readEvents(response)
     expect(events.some((e) => e.event === "content_block_delta")).toBe(true)
-    expect(events.at(-1)).toMatchObject({ event: "error", data: { type: "error", error: { type: "overloaded_error" } } })
+    expect(events.at(-1)).toMatchObject({
+      event: "error",
+      data: { type: "error", error: { type: "overloaded_error" } }
+    })
     expect(h.openai.requests).toHaveLength(0)
   })
 
@@ -323,7 +333,7 @@ describe("request errors", () => {
       fallbacks: [{ model: "a" }, { model: "b" }, { model: "c" }, { model: "d" }]
     })
     expect(response.status).toBe(400)
-    const body = await response.json()
+    const body = await json(response)
     expect(body.error.type).toBe("invalid_request_error")
     expect(body.error.message).toMatch(/^fallbacks/)
   })
@@ -331,16 +341,16 @@ describe("request errors", () => {
   it("rejects malformed JSON and a wrong content type with 400", async () => {
     const malformed = await post(h, "{\"model\": ")
     expect(malformed.status).toBe(400)
-    expect((await malformed.json()).error.message).toContain("Malformed JSON")
+    expect((await json(malformed)).error.message).toContain("Malformed JSON")
     const wrongType = await post(h, "{}", { "content-type": "text/plain" })
     expect(wrongType.status).toBe(400)
-    expect((await wrongType.json()).error.message).toContain("Content-Type")
+    expect((await json(wrongType)).error.message).toContain("Content-Type")
   })
 
   it("answers 404 not_found_error for an unknown model", async () => {
     const response = await post(h, { model: "nobody/nothing", max_tokens: 5, messages: [] })
     expect(response.status).toBe(404)
-    expect(await response.json()).toMatchObject({ type: "error", error: { type: "not_found_error" } })
+    expect(await json(response)).toMatchObject({ type: "error", error: { type: "not_found_error" } })
   })
 })
 
@@ -383,14 +393,21 @@ describe("forwarding", () => {
 
 describe("usage log", () => {
   it("records each request with app attribution, off the request path", async () => {
-    const response = await post(h, { model: "anthro/claude", max_tokens: 5, messages: [{ role: "user", content: "x" }] }, {
+    const response = await post(h, {
+      model: "anthro/claude",
+      max_tokens: 5,
+      messages: [{ role: "user", content: "x" }]
+    }, {
       "http-referer": "https://app.example",
       "x-openrouter-title": "My App",
       "x-openrouter-categories": "cli-agent,coding"
     })
-    const body = await response.json()
+    const body = await json(response)
     const records = await h.gateway.gateway.runtime.runPromise(
-      Effect.flatMap(UsageLog.UsageLog, (log) => Effect.zipRight(log.flush, log.list({ workspace: "default", limit: 50 })))
+      Effect.flatMap(
+        UsageLog.UsageLog,
+        (log) => Effect.zipRight(log.flush, log.list({ workspace: "default", limit: 50 }))
+      )
     )
     const record = records.find((r) => r.requestId === response.headers.get("request-id"))
     expect(record).toMatchObject({

@@ -1,6 +1,10 @@
 /** Starts fake upstreams and a real gateway server on random ports for end-to-end tests. */
 import type { FakeUpstream } from "../../../packages/provider-adapters/test/fakes/index.js"
-import { freePortThatRefuses, startFakeAnthropic, startFakeOpenAi } from "../../../packages/provider-adapters/test/fakes/index.js"
+import {
+  freePortThatRefuses,
+  startFakeAnthropic,
+  startFakeOpenAi
+} from "../../../packages/provider-adapters/test/fakes/index.js"
 import { decode } from "../src/Config.js"
 import type { RunningServer } from "../src/Gateway.js"
 import { startServer } from "../src/Gateway.js"
@@ -94,3 +98,6 @@ export const readEvents = async (response: Response) => {
     return { event, data: data === undefined ? undefined : JSON.parse(data) }
   })
 }
+
+/** The JSON body of a response, untyped for assertions. */
+export const json = (response: Response): Promise<any> => response.json()

@@ -69,18 +69,14 @@ export const toGatewayRequest = (request: Request, options: FetchOptions = {}): 
 const encoder = new TextEncoder()
 
 /** Turns a gateway response into a web Response; streams stay streams. */
-export const toResponse = <R, E>(response: GatewayResponse, runtime: ManagedRuntime.ManagedRuntime<R, E>): Response => {
+export const toResponse = (response: GatewayResponse): Response => {
   switch (response.body._tag) {
     case "Text":
       return new Response(response.body.text, { status: response.status, headers: response.headers })
     case "Empty":
       return new Response(null, { status: response.status, headers: response.headers })
     case "Stream": {
-      const body = Stream.toReadableStreamRuntime(
-        Stream.map(response.body.stream, (frame) => encoder.encode(frame)),
-        // the frames need nothing from the runtime; it only runs them
-        runtime as unknown as ManagedRuntime.ManagedRuntime<never, never>
-      )
+      const body = Stream.toReadableStream(Stream.map(response.body.stream, (frame) => encoder.encode(frame)))
       return new Response(body, { status: response.status, headers: response.headers })
     }
   }
@@ -94,6 +90,6 @@ export const makeFetchHandler = <E>(
 ) =>
 (request: Request): Promise<Response> =>
   runtime.runPromise(
-    Effect.map(handler(toGatewayRequest(request, options)), (response) => toResponse(response, runtime)),
+    Effect.map(handler(toGatewayRequest(request, options)), toResponse),
     { signal: request.signal }
   )

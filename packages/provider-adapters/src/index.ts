@@ -1,5 +1,5 @@
 export * as AnthropicUpstream from "./anthropic/AnthropicUpstream.js"
+export * as Transport from "./internal/Transport.js"
 export * as OpenAiTranslate from "./openai/OpenAiTranslate.js"
 export * as OpenAiUpstream from "./openai/OpenAiUpstream.js"
-export * as Transport from "./internal/Transport.js"
 export * as UpstreamRouter from "./UpstreamRouter.js"

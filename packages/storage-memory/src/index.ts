@@ -1,1 +1,3 @@
-export {}
+export * as MemoryKeys from "./MemoryKeys.js"
+export * as MemoryUsageLog from "./MemoryUsageLog.js"
+export * as StorageMemory from "./StorageMemory.js"

@@ -1,0 +1,3 @@
+export * from "./FakeAnthropic.js"
+export * from "./FakeOpenAi.js"
+export * from "./FakeUpstream.js"

@@ -1,0 +1,82 @@
+/**
+ * The schema of the SQL stores, as @effect/sql migrations that run on both SQLite and PostgreSQL.
+ * They run when a storage layer is built; applied ids are kept in `mg_migrations`.
+ */
+import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Effect, Layer } from "effect"
+
+/** The table that records which migrations have been applied. */
+export const table = "mg_migrations"
+
+const createApiKeys = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE mg_api_keys (
+    key_hash TEXT PRIMARY KEY NOT NULL,
+    key_id TEXT NOT NULL,
+    workspace TEXT NOT NULL,
+    management INTEGER NOT NULL,
+    interns INTEGER NOT NULL,
+    label TEXT,
+    created_at BIGINT NOT NULL
+  )`
+  yield* sql`CREATE INDEX mg_api_keys_key_id ON mg_api_keys (key_id)`
+})
+
+const createUsage = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  // The only dialect difference: an auto-incrementing id that orders records written in the same millisecond.
+  const id = sql.onDialectOrElse({
+    pg: () => sql.literal("id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"),
+    orElse: () => sql.literal("id INTEGER PRIMARY KEY")
+  })
+  yield* sql`CREATE TABLE mg_usage (
+    ${id},
+    request_id TEXT NOT NULL,
+    created_at BIGINT NOT NULL,
+    key_id TEXT NOT NULL,
+    workspace TEXT NOT NULL,
+    model TEXT NOT NULL,
+    provider TEXT,
+    endpoint_id TEXT,
+    stream INTEGER NOT NULL,
+    status INTEGER NOT NULL,
+    error_type TEXT,
+    input_tokens BIGINT NOT NULL,
+    output_tokens BIGINT NOT NULL,
+    cache_read_tokens BIGINT NOT NULL,
+    cache_write_tokens BIGINT NOT NULL,
+    cost TEXT NOT NULL,
+    latency_ms DOUBLE PRECISION NOT NULL,
+    ttfb_ms DOUBLE PRECISION,
+    attempts INTEGER NOT NULL,
+    session_id TEXT,
+    user_id TEXT,
+    app_referer TEXT,
+    app_title TEXT,
+    app_categories TEXT
+  )`
+  yield* sql`CREATE INDEX mg_usage_workspace_created_at ON mg_usage (workspace, created_at)`
+  yield* sql`CREATE INDEX mg_usage_request_id ON mg_usage (request_id)`
+})
+
+/** Every migration, by `<id>_<name>`. Append new ones; never edit an applied one. */
+export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
+  "1_create_api_keys": createApiKeys,
+  "2_create_usage": createUsage
+}
+
+const migrator = Migrator.make({})
+
+/** Applies the migrations that have not run yet; returns the ones it applied. */
+export const run: Effect.Effect<
+  ReadonlyArray<readonly [id: number, name: string]>,
+  Migrator.MigrationError | SqlError,
+  SqlClient.SqlClient
+> = migrator({ loader: Migrator.fromRecord(migrations), table })
+
+/** Runs the migrations when built. */
+export const layer: Layer.Layer<never, Migrator.MigrationError | SqlError, SqlClient.SqlClient> = Layer.effectDiscard(
+  run
+)

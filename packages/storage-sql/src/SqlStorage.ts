@@ -1,0 +1,164 @@
+/**
+ * SQL storage layers: `Keys` and `UsageLog` on SQLite (a file or `:memory:`) or PostgreSQL, with
+ * the migrations applied when the layer is built. The SQL client stays inside the layer.
+ */
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import type { MigrationError } from "@effect/sql/Migrator"
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import type { Keys, UsageLog } from "@model-gateway/core"
+import type { ConfigError } from "effect"
+import { Data, Effect, Layer, Redacted } from "effect"
+import { mkdirSync } from "node:fs"
+import * as NodePath from "node:path"
+import * as Migrations from "./Migrations.js"
+import * as SqlKeys from "./SqlKeys.js"
+import * as SqlUsageLog from "./SqlUsageLog.js"
+
+/** A storage configuration that cannot work (bad URL, bad schema name, unusable path). */
+export class SqlStorageError extends Data.TaggedError("SqlStorageError")<{
+  readonly message: string
+  readonly cause?: unknown
+}> {}
+
+/** Everything that can fail while building a storage layer. */
+export type StorageBuildError = SqlStorageError | SqlError | MigrationError | ConfigError.ConfigError
+
+export interface StoreOptions extends SqlKeys.SqlKeysOptions, SqlUsageLog.SqlUsageLogOptions {}
+
+export interface SqliteOptions extends StoreOptions {
+  /** A file path (its directory is created if missing) or `:memory:`. */
+  readonly filename: string
+}
+
+export interface PgOptions extends StoreOptions {
+  /** `postgres://user:password@host:port/database`. */
+  readonly url: string | Redacted.Redacted<string>
+  /** A schema to keep the tables in, created if missing (default: the server's search_path). */
+  readonly schema?: string | undefined
+}
+
+/** `Keys` and `UsageLog` over the `SqlClient` in context, after running the migrations. */
+export const layer = (
+  options: StoreOptions = {}
+): Layer.Layer<Keys.Keys | UsageLog.UsageLog, SqlError | MigrationError, SqlClient.SqlClient> =>
+  Layer.merge(SqlKeys.layer(options), SqlUsageLog.layer(options)).pipe(Layer.provide(Migrations.layer))
+
+/** Storage in a SQLite database file (or `:memory:`). */
+export const layerSqlite = (options: SqliteOptions): Layer.Layer<Keys.Keys | UsageLog.UsageLog, StorageBuildError> => {
+  const client = Layer.unwrapEffect(
+    Effect.try({
+      try: () => {
+        if (isFilePath(options.filename)) {
+          mkdirSync(NodePath.dirname(NodePath.resolve(options.filename)), { recursive: true })
+        }
+        return SqliteClient.layer({ filename: options.filename })
+      },
+      catch: (cause) => new SqlStorageError({ message: "Cannot create the directory of the SQLite database", cause })
+    })
+  )
+  return layer(options).pipe(Layer.provide(client))
+}
+
+const isFilePath = (filename: string) => filename !== "" && filename !== ":memory:" && !filename.startsWith("file:")
+
+const schemaName = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
+
+/** Storage in PostgreSQL, optionally in its own schema. */
+export const layerPg = (options: PgOptions): Layer.Layer<Keys.Keys | UsageLog.UsageLog, StorageBuildError> => {
+  const schema = options.schema
+  if (schema !== undefined && !schemaName.test(schema)) {
+    return Layer.fail(new SqlStorageError({ message: `Invalid PostgreSQL schema name "${schema}"` }))
+  }
+  const raw = Redacted.isRedacted(options.url) ? Redacted.value(options.url) : options.url
+  let url: string
+  try {
+    url = schema === undefined ? raw : withSearchPath(raw, schema)
+  } catch (cause) {
+    return Layer.fail(new SqlStorageError({ message: "Invalid PostgreSQL URL", cause }))
+  }
+  const client = PgClient.layer({ url: Redacted.make(url), applicationName: "model-gateway" })
+  const stores = layer(options)
+  const withSchema = schema === undefined ? stores : stores.pipe(Layer.provide(ensureSchema(schema)))
+  return withSchema.pipe(Layer.provide(client))
+}
+
+// Every pooled connection gets the schema first on its search_path (libpq `options`).
+const withSearchPath = (raw: string, schema: string): string => {
+  const url = new URL(raw)
+  const existing = url.searchParams.get("options")
+  const option = `-c search_path=${schema}`
+  url.searchParams.set("options", existing ? `${existing} ${option}` : option)
+  return url.toString()
+}
+
+const ensureSchema = (schema: string): Layer.Layer<never, SqlError, PgClient.PgClient> =>
+  Layer.effectDiscard(Effect.gen(function*() {
+    const sql = yield* PgClient.PgClient
+    yield* sql`CREATE SCHEMA IF NOT EXISTS ${sql(schema)}`.pipe(
+      // Another process may create it at the same moment; only fail when it still does not exist.
+      Effect.catchAll((error) =>
+        Effect.flatMap(
+          sql`SELECT 1 FROM pg_namespace WHERE nspname = ${schema}`,
+          (rows) => rows.length > 0 ? Effect.void : Effect.fail(error)
+        )
+      )
+    )
+  }))
+
+/**
+ * Storage chosen by URL: `sqlite:PATH`, `sqlite::memory:` or `postgres://...` (`postgresql://...`).
+ * A PostgreSQL URL may carry `schema=NAME` in its query to use a schema of its own.
+ */
+export const layerFromUrl = (
+  url: string,
+  options: StoreOptions = {}
+): Layer.Layer<Keys.Keys | UsageLog.UsageLog, StorageBuildError> => {
+  const parsed = parseUrl(url)
+  if (parsed._tag === "Invalid") return Layer.fail(new SqlStorageError({ message: parsed.message }))
+  return parsed._tag === "Sqlite"
+    ? layerSqlite({ ...options, filename: parsed.filename })
+    : layerPg({ ...options, url: Redacted.make(parsed.url), schema: parsed.schema })
+}
+
+/** What a storage URL designates; the message of `Invalid` never repeats the URL (it may hold a password). */
+export type ParsedUrl =
+  | { readonly _tag: "Sqlite"; readonly filename: string }
+  | { readonly _tag: "Pg"; readonly url: string; readonly schema: string | undefined }
+  | { readonly _tag: "Invalid"; readonly message: string }
+
+const expected = "expected sqlite:PATH, sqlite::memory: or postgres://user@host:port/database"
+
+/** Reads a storage URL (see `layerFromUrl`). */
+export const parseUrl = (url: string): ParsedUrl => {
+  const trimmed = url.trim()
+  if (trimmed.startsWith("sqlite:")) {
+    let filename = trimmed.slice("sqlite:".length)
+    if (filename.startsWith("//")) filename = filename.slice(2)
+    return filename === ""
+      ? { _tag: "Invalid", message: `Storage URL has no SQLite path; ${expected}` }
+      : { _tag: "Sqlite", filename }
+  }
+  if (trimmed.startsWith("postgres://") || trimmed.startsWith("postgresql://")) {
+    let parsed: URL
+    try {
+      parsed = new URL(trimmed)
+    } catch {
+      return { _tag: "Invalid", message: `Storage URL is not a valid PostgreSQL URL; ${expected}` }
+    }
+    if (parsed.hostname === "" && !parsed.searchParams.has("host")) {
+      return { _tag: "Invalid", message: `PostgreSQL storage URL has no host; ${expected}` }
+    }
+    const schema = parsed.searchParams.get("schema") ?? undefined
+    parsed.searchParams.delete("schema")
+    return { _tag: "Pg", url: parsed.toString(), schema }
+  }
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(trimmed)?.[1]
+  return {
+    _tag: "Invalid",
+    message: scheme === undefined
+      ? `Storage URL has no scheme; ${expected}`
+      : `Unsupported storage URL scheme "${scheme}:"; ${expected}`
+  }
+}

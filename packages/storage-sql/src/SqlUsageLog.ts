@@ -1,0 +1,238 @@
+/**
+ * `UsageLog` over @effect/sql (SQLite or PostgreSQL), table `mg_usage`. `record` only appends to a
+ * bounded in-memory buffer; a background fiber writes batches (one multi-row INSERT in a
+ * transaction) every `flushInterval` or as soon as `batchSize` records are waiting. When the buffer
+ * is full the oldest records are dropped and counted. Closing the layer's scope writes what is left.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { UsageLog } from "@model-gateway/core"
+import type { Scope } from "effect"
+import { Deferred, Duration, Effect, Fiber, Layer, Schedule } from "effect"
+import { RingBuffer } from "./internal/RingBuffer.js"
+
+export interface SqlUsageLogOptions {
+  /** Most records waiting to be written before the oldest are dropped (default 100,000). */
+  readonly capacity?: number | undefined
+  /** Most records per INSERT; a full batch is written without waiting for the interval (default 500). */
+  readonly batchSize?: number | undefined
+  /** Longest a record waits in the buffer (default 200 ms). */
+  readonly flushInterval?: Duration.DurationInput | undefined
+}
+
+interface Pending {
+  readonly seq: number
+  readonly record: UsageLog.UsageRecord
+}
+
+interface Waiter {
+  readonly target: number
+  readonly done: Deferred.Deferred<void>
+}
+
+interface UsageRow {
+  readonly request_id: string
+  readonly created_at: number | string
+  readonly key_id: string
+  readonly workspace: string
+  readonly model: string
+  readonly provider: string | null
+  readonly endpoint_id: string | null
+  readonly stream: number | boolean
+  readonly status: number | string
+  readonly error_type: string | null
+  readonly input_tokens: number | string
+  readonly output_tokens: number | string
+  readonly cache_read_tokens: number | string
+  readonly cache_write_tokens: number | string
+  readonly cost: string
+  readonly latency_ms: number | string
+  readonly ttfb_ms: number | string | null
+  readonly attempts: number | string
+  readonly session_id: string | null
+  readonly user_id: string | null
+  readonly app_referer: string | null
+  readonly app_title: string | null
+  readonly app_categories: string | null
+}
+
+const defaultLimit = 100
+
+const toRow = (r: UsageLog.UsageRecord) => ({
+  request_id: r.requestId,
+  created_at: r.createdAt,
+  key_id: r.keyId,
+  workspace: r.workspace,
+  model: r.model,
+  provider: r.provider,
+  endpoint_id: r.endpointId,
+  stream: r.stream ? 1 : 0,
+  status: r.status,
+  error_type: r.errorType,
+  input_tokens: r.inputTokens,
+  output_tokens: r.outputTokens,
+  cache_read_tokens: r.cacheReadTokens,
+  cache_write_tokens: r.cacheWriteTokens,
+  cost: r.cost,
+  latency_ms: r.latencyMs,
+  ttfb_ms: r.ttfbMs,
+  attempts: r.attempts,
+  session_id: r.sessionId,
+  user_id: r.user,
+  app_referer: r.appReferer,
+  app_title: r.appTitle,
+  app_categories: r.appCategories
+})
+
+// PostgreSQL returns BIGINT columns as strings.
+const fromRow = (row: UsageRow): UsageLog.UsageRecord => ({
+  requestId: row.request_id,
+  createdAt: Number(row.created_at),
+  keyId: row.key_id,
+  workspace: row.workspace,
+  model: row.model,
+  provider: row.provider,
+  endpointId: row.endpoint_id,
+  stream: Boolean(Number(row.stream)),
+  status: Number(row.status),
+  errorType: row.error_type,
+  inputTokens: Number(row.input_tokens),
+  outputTokens: Number(row.output_tokens),
+  cacheReadTokens: Number(row.cache_read_tokens),
+  cacheWriteTokens: Number(row.cache_write_tokens),
+  cost: row.cost,
+  latencyMs: Number(row.latency_ms),
+  ttfbMs: row.ttfb_ms === null ? null : Number(row.ttfb_ms),
+  attempts: Number(row.attempts),
+  sessionId: row.session_id,
+  user: row.user_id,
+  appReferer: row.app_referer,
+  appTitle: row.app_title,
+  appCategories: row.app_categories
+})
+
+/**
+ * Builds the SQL usage log and forks its writer into the current scope; closing the scope writes
+ * every buffered record. The tables must exist (see `Migrations`).
+ */
+export const make = (
+  options: SqlUsageLogOptions = {}
+): Effect.Effect<UsageLog.UsageLogService, never, SqlClient.SqlClient | Scope.Scope> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const capacity = Math.max(1, options.capacity ?? 100_000)
+    const batchSize = Math.max(1, options.batchSize ?? 500)
+    const interval = options.flushInterval ?? Duration.millis(200)
+
+    // Records are numbered in arrival order. Every record numbered below `doneBelow()` has been
+    // written (or given up on), which is what `flush` waits for.
+    const buffer = new RingBuffer<Pending>(capacity)
+    let nextSeq = 1
+    let inFlightFrom = 0
+    let dropped = 0
+    let droppedReported = 0
+    let closed = false
+    let waiters: Array<Waiter> = []
+    const wake = yield* Effect.makeLatch(false)
+
+    const doneBelow = () => inFlightFrom > 0 ? inFlightFrom : (buffer.peekOldest()?.seq ?? nextSeq)
+
+    const resolveWaiters = Effect.suspend(() => {
+      if (waiters.length === 0) return Effect.void
+      const done = doneBelow()
+      const ready = waiters.filter((w) => w.target < done)
+      if (ready.length === 0) return Effect.void
+      waiters = waiters.filter((w) => w.target >= done)
+      return Effect.forEach(ready, (w) => Deferred.succeed(w.done, undefined), { discard: true })
+    })
+
+    const reportDrops = Effect.suspend(() => {
+      if (dropped === droppedReported) return Effect.void
+      const count = dropped - droppedReported
+      droppedReported = dropped
+      return Effect.logWarning("Usage log buffer full: dropped the oldest records").pipe(
+        Effect.annotateLogs({ dropped: count, droppedTotal: dropped, capacity })
+      )
+    })
+
+    const insert = (batch: ReadonlyArray<Pending>) =>
+      sql.withTransaction(sql`INSERT INTO mg_usage ${sql.insert(batch.map((p) => toRow(p.record)))}`).pipe(
+        Effect.retry(Schedule.intersect(Schedule.exponential(Duration.millis(100)), Schedule.recurs(3))),
+        Effect.catchAll((error) =>
+          Effect.logError("Usage log: could not store a batch of records; dropped it", error).pipe(
+            Effect.annotateLogs({ records: batch.length })
+          )
+        )
+      )
+
+    // One batch; uninterruptible so that shutdown never abandons a batch half-way.
+    const writeOne: Effect.Effect<boolean> = Effect.uninterruptible(Effect.suspend(() => {
+      const batch = buffer.take(batchSize)
+      if (batch.length === 0) return Effect.succeed(false)
+      inFlightFrom = batch[0].seq
+      return insert(batch).pipe(
+        Effect.ensuring(Effect.sync(() => {
+          inFlightFrom = 0
+        })),
+        Effect.zipRight(resolveWaiters),
+        Effect.as(true)
+      )
+    }))
+
+    const writeAll = Effect.whileLoop({
+      while: () => buffer.size > 0,
+      body: () => writeOne,
+      step: () => undefined
+    }).pipe(Effect.zipRight(resolveWaiters), Effect.zipRight(reportDrops))
+
+    const writer = Effect.timeoutOption(wake.await, interval).pipe(
+      Effect.zipRight(wake.close),
+      Effect.zipRight(writeAll),
+      Effect.catchAllDefect((defect) => Effect.logError("Usage log writer failed", defect)),
+      Effect.forever
+    )
+
+    const fiber = yield* Effect.forkScoped(writer)
+    yield* Effect.addFinalizer(() =>
+      Fiber.interrupt(fiber).pipe(
+        Effect.zipRight(writeAll),
+        Effect.zipRight(Effect.suspend(() => {
+          closed = true
+          const pending = waiters
+          waiters = []
+          return Effect.forEach(pending, (w) => Deferred.succeed(w.done, undefined), { discard: true })
+        }))
+      )
+    )
+
+    const record = (record: UsageLog.UsageRecord): Effect.Effect<void> =>
+      Effect.sync(() => {
+        if (buffer.push({ seq: nextSeq++, record })) dropped++
+        if (buffer.size >= batchSize) wake.unsafeOpen()
+      })
+
+    const flush: Effect.Effect<void> = Effect.suspend(() => {
+      const target = nextSeq - 1
+      if (closed || doneBelow() > target) return Effect.void
+      return Effect.flatMap(Deferred.make<void>(), (done) => {
+        waiters.push({ target, done })
+        wake.unsafeOpen()
+        return Deferred.await(done)
+      })
+    })
+
+    const list = (query: UsageLog.UsageQuery): Effect.Effect<ReadonlyArray<UsageLog.UsageRecord>> => {
+      const limit = Math.max(0, Math.floor(query.limit ?? defaultLimit))
+      const rows = query.workspace === undefined
+        ? sql<UsageRow>`SELECT * FROM mg_usage ORDER BY created_at DESC, id DESC LIMIT ${limit}`
+        : sql<UsageRow>`SELECT * FROM mg_usage WHERE workspace = ${query.workspace}
+            ORDER BY created_at DESC, id DESC LIMIT ${limit}`
+      return rows.pipe(Effect.map((rows) => rows.map(fromRow)), Effect.orDie)
+    }
+
+    return UsageLog.UsageLog.of({ record, flush, list })
+  })
+
+/** `UsageLog` over the `SqlClient` in context; its writer lives as long as the layer. */
+export const layer = (
+  options: SqlUsageLogOptions = {}
+): Layer.Layer<UsageLog.UsageLog, never, SqlClient.SqlClient> => Layer.scoped(UsageLog.UsageLog, make(options))
