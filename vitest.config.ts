@@ -10,7 +10,10 @@ export default defineConfig({
       "@model-gateway/http-adapter": src("http-adapter"),
       "@model-gateway/provider-adapters": src("provider-adapters"),
       "@model-gateway/storage-memory": src("storage-memory"),
-      "@model-gateway/storage-sql": src("storage-sql")
+      "@model-gateway/storage-sql": src("storage-sql"),
+      "@model-gateway/example-node-server": fileURLToPath(
+        new URL("./examples/node-server/src/index.ts", import.meta.url)
+      )
     }
   },
   test: {

@@ -118,8 +118,11 @@ export const startServer = async (
   const close = (graceMs = 30_000) =>
     closing ??= new Promise<void>((resolve) => {
       const timer = setTimeout(() => server.closeAllConnections(), graceMs)
+      // keep-alive connections become idle as their in-flight responses finish: close them as they do
+      const sweep = setInterval(() => server.closeIdleConnections(), 100)
       server.close(() => {
         clearTimeout(timer)
+        clearInterval(sweep)
         resolve()
       })
       server.closeIdleConnections()

@@ -164,7 +164,7 @@ const integer = (min?: number, max?: number) => {
   return Schema.Number.pipe(
     Schema.filter((n) => Number.isInteger(n) && (min === undefined || n >= min) && (max === undefined || n <= max), {
       description: `an integer${range}`,
-      message: (issue) => `must be an integer${range}, actual ${show(issue.actual)}`
+      message: (issue) => `must be an integer${range}, got ${show(issue.actual)}`
     })
   )
 }
