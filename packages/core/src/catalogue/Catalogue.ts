@@ -36,10 +36,15 @@ export interface Endpoint {
   readonly supportsImageReference: boolean
 }
 
+/** Task kinds the auto-router classifies a conversation into. */
+export type Task = "code" | "math" | "writing" | "analysis" | "chat"
+
 export interface Model {
   readonly id: string
   readonly name: string
   readonly endpoints: ReadonlyArray<Endpoint>
+  /** Quality per task, 0..1, from configuration; the auto-router ranks models with it. */
+  readonly scores?: Partial<Record<Task, number>> | undefined
 }
 
 /** An immutable view of the catalogue; requests read one snapshot from start to end. */
