@@ -40,9 +40,38 @@ const EndpointConfig = Schema.Struct({
   supportsImageReference: Schema.optionalWith(Schema.Boolean, { default: () => false })
 })
 
+const Score = Schema.Number.pipe(Schema.between(0, 1))
+
 const ModelConfig = Schema.Struct({
   name: Schema.optional(Schema.String),
-  endpoints: Schema.Array(EndpointConfig)
+  endpoints: Schema.Array(EndpointConfig),
+  scores: Schema.optional(Schema.Struct({
+    code: Schema.optional(Score),
+    math: Schema.optional(Score),
+    writing: Schema.optional(Score),
+    analysis: Schema.optional(Score),
+    chat: Schema.optional(Score)
+  }))
+})
+
+const ModerationConfig = Schema.Union(
+  Schema.Struct({ kind: Schema.Literal("blocklist"), terms: Schema.Array(Schema.String.pipe(Schema.minLength(1))) }),
+  Schema.Struct({
+    kind: Schema.Literal("openai"),
+    baseUrl: Schema.String,
+    apiKey: Schema.optional(Schema.String),
+    model: Schema.optional(Schema.String)
+  })
+)
+
+const FusionConfig = Schema.Struct({
+  panel: Schema.optional(Schema.Array(Schema.String).pipe(Schema.minItems(1), Schema.maxItems(8))),
+  presets: Schema.optional(
+    Schema.Record({
+      key: Schema.Literal("general-high", "general-budget", "general-fast"),
+      value: Schema.Array(Schema.String).pipe(Schema.minItems(1), Schema.maxItems(8))
+    })
+  )
 })
 
 const Timeouts = Schema.Struct({
@@ -86,7 +115,12 @@ export const GatewayConfig = Schema.Struct({
   storage: Schema.optionalWith(Schema.String, { default: () => "sqlite:./data/gateway.db" }),
   providers: Schema.optionalWith(Schema.Record({ key: Schema.String, value: ProviderConfig }), { default: () => ({}) }),
   models: Schema.optionalWith(Schema.Record({ key: Schema.String, value: ModelConfig }), { default: () => ({}) }),
-  keys: Schema.optionalWith(Schema.Array(KeyConfig), { default: () => [] })
+  keys: Schema.optionalWith(Schema.Array(KeyConfig), { default: () => [] }),
+  autoRouter: Schema.optionalWith(Schema.Struct({ slug: Schema.String.pipe(Schema.minLength(1)) }), {
+    default: () => ({ slug: "auto" })
+  }),
+  moderation: Schema.optional(ModerationConfig),
+  fusion: Schema.optional(FusionConfig)
 })
 export type GatewayConfig = typeof GatewayConfig.Type
 
@@ -177,6 +211,7 @@ export const catalogueModels = (config: GatewayConfig): Array<Catalogue.Model> =
     return {
       id,
       name: model.name ?? id,
+      scores: model.scores,
       endpoints: model.endpoints.map((e): Catalogue.Endpoint => {
         const n = (seen.get(e.provider) ?? 0) + 1
         seen.set(e.provider, n)

@@ -3,11 +3,20 @@
  * runtime once, and exposes the gateway as a node request listener, a web fetch handler and an
  * `@effect/platform` HttpApp. Embedders call `makeGateway`; the example server calls `startServer`.
  */
-import { Catalogue, Keys, MessagesService, type UsageLog } from "@model-gateway/core"
+import {
+  Catalogue,
+  type EndpointStats,
+  Keys,
+  MessagesService,
+  Moderation,
+  type SessionAffinity,
+  type UsageLog,
+  WebSearch
+} from "@model-gateway/core"
 import type { Upstream } from "@model-gateway/core"
 import type { GatewayHttp } from "@model-gateway/http-adapter"
 import { FetchBinding, GatewayHttp as Http, HttpAppBinding, NodeBinding } from "@model-gateway/http-adapter"
-import { UpstreamRouter } from "@model-gateway/provider-adapters"
+import { JsonSchemaHealer, OpenAiModeration, PdfDocumentParser, UpstreamRouter } from "@model-gateway/provider-adapters"
 import { StorageMemory } from "@model-gateway/storage-memory"
 import { SqlStorage } from "@model-gateway/storage-sql"
 import { Effect, Layer, ManagedRuntime } from "effect"
@@ -23,18 +32,26 @@ export interface GatewayOptions {
   readonly upstreams?: Readonly<Record<string, Upstream.UpstreamService>> | undefined
   /** Strip this prefix before routing, when mounted under a path in another server. */
   readonly mountPath?: string | undefined
+  /** A search provider for the `web` / `web-fetch` plugins (none by default). */
+  readonly webSearch?: WebSearch.WebSearchService | undefined
 }
 
+/** The moderation adapter the configuration names, if any. */
+const moderationLayer = (config: GatewayConfig): Layer.Layer<never> | Layer.Layer<Moderation.Moderation> => {
+  const m = config.moderation
+  if (m === undefined) return Layer.empty
+  return m.kind === "blocklist"
+    ? Layer.succeed(Moderation.Moderation, Moderation.blocklist(m.terms))
+    : OpenAiModeration.layer({ baseUrl: m.baseUrl, apiKey: m.apiKey, model: m.model })
+}
+
+export type Stores = Keys.Keys | UsageLog.UsageLog | EndpointStats.EndpointStats | SessionAffinity.SessionAffinity
+
 /** The storage adapters for a storage URL. */
-export const storageLayer = (url: string): Layer.Layer<Keys.Keys | UsageLog.UsageLog, unknown> =>
+export const storageLayer = (url: string): Layer.Layer<Stores, unknown> =>
   url === "memory:" || url === "memory" ? StorageMemory.layer() : SqlStorage.layerFromUrl(url)
 
-export type GatewayServices =
-  | MessagesService.MessagesService
-  | Catalogue.Catalogue
-  | Upstream.Upstream
-  | Keys.Keys
-  | UsageLog.UsageLog
+export type GatewayServices = MessagesService.MessagesService | Catalogue.Catalogue | Upstream.Upstream | Stores
 
 /** The whole gateway as one Layer: the messages use case over catalogue, upstreams and storage. */
 export const gatewayLayer = (
@@ -47,7 +64,17 @@ export const gatewayLayer = (
     UpstreamRouter.layer({ ...providerConfigs(config), ...options.upstreams }),
     storageLayer(options.storage ?? config.storage)
   )
-  return MessagesService.layer.pipe(Layer.provideMerge(ports))
+  const plugins = Layer.mergeAll(
+    JsonSchemaHealer.layer(),
+    PdfDocumentParser.layer(),
+    moderationLayer(config),
+    options.webSearch === undefined ? Layer.empty : Layer.succeed(WebSearch.WebSearch, options.webSearch)
+  )
+  const messages = MessagesService.layer({
+    routerSlug: config.autoRouter.slug,
+    fusion: config.fusion
+  })
+  return messages.pipe(Layer.provide(plugins), Layer.provideMerge(ports))
 }
 
 export interface Gateway {

@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Either } from "effect"
 import type { MessagesRequest } from "../src/messages/MessagesRequest.js"
 import { validate } from "../src/messages/MessagesRequest.js"
+import * as ProviderPreferences from "../src/routing/ProviderPreferences.js"
 
 const base = {
   model: "anthropic/claude-sonnet-4",
@@ -143,6 +144,105 @@ describe("MessagesRequest", () => {
       rejects(body({ fallbacks: [], models: ["a"] }), "fallbacks")
       accepts(body({ fallbacks: null, models: ["a", "b"] }))
       accepts(body({ models: ["a", "b"] }))
+    })
+  })
+
+  describe("provider preferences", () => {
+    it("accepts every preference, decoded unchanged; null means absent", () => {
+      const provider = {
+        order: ["anthropic", "Bedrock"],
+        only: ["anthropic", "bedrock", "vertex"],
+        ignore: ["azure"],
+        allow_fallbacks: false,
+        require_parameters: true,
+        data_collection: "deny",
+        zdr: true,
+        quantizations: ["fp8", "bf16", "unknown"],
+        sort: { by: "throughput", partition: "none" },
+        max_price: { prompt: 3, completion: "15.5", request: 0, image: "0.01" },
+        preferred_min_throughput: { p50: 40, p90: 10 },
+        preferred_max_latency: 2000
+      }
+      assert.deepStrictEqual<unknown>(accepts(body({ provider })).provider, provider)
+      accepts(body({ provider: {} }))
+      accepts(body({ provider: { sort: "price", preferred_min_throughput: 50, preferred_max_latency: { p99: 9000 } } }))
+      accepts(body({ provider: { sort: { by: "latency" } } }))
+      accepts(body({ provider: { sort: { partition: "model" } } }))
+      accepts(body({
+        provider: {
+          order: null,
+          only: null,
+          ignore: null,
+          allow_fallbacks: null,
+          require_parameters: null,
+          data_collection: null,
+          zdr: null,
+          quantizations: null,
+          sort: null,
+          max_price: null,
+          preferred_min_throughput: null,
+          preferred_max_latency: null
+        }
+      }))
+    })
+
+    it("rejects an unknown key, naming it", () => {
+      const error = rejects(body({ provider: { order: ["a"], bogus: 1 } }), "provider.bogus", "is unexpected")
+      assert.strictEqual(error._tag, "InvalidRequest")
+      rejects(body({ provider: { sort: { by: "price", partion: "none" } } }), "provider.sort.partion", "is unexpected")
+      rejects(body({ provider: { max_price: { tokens: 1 } } }), "provider.max_price.tokens", "is unexpected")
+      rejects(body({ provider: { preferred_max_latency: { p95: 1 } } }), "provider.preferred_max_latency.p95")
+    })
+
+    it("validates each preference's type and values", () => {
+      rejects(body({ provider: "anthropic" }), "provider", "Expected an object")
+      rejects(body({ provider: null }), "provider")
+      rejects(body({ provider: { order: "anthropic" } }), "provider.order", "Expected an array of provider names")
+      rejects(body({ provider: { only: [1] } }), "provider.only[0]")
+      rejects(body({ provider: { ignore: {} } }), "provider.ignore")
+      rejects(body({ provider: { allow_fallbacks: "no" } }), "provider.allow_fallbacks", "Expected a boolean")
+      rejects(body({ provider: { require_parameters: 1 } }), "provider.require_parameters")
+      rejects(body({ provider: { zdr: "true" } }), "provider.zdr")
+      rejects(body({ provider: { data_collection: "never" } }), "provider.data_collection", "\"allow\" | \"deny\"")
+      rejects(body({ provider: { quantizations: ["fp7"] } }), "provider.quantizations[0]", "\"fp8\"")
+      rejects(body({ provider: { sort: "cheapest" } }), "provider.sort", "\"price\" | \"throughput\" | \"latency\"")
+      rejects(body({ provider: { sort: 1 } }), "provider.sort", "a string or a {by, partition} object")
+      rejects(body({ provider: { sort: { by: "speed" } } }), "provider.sort.by")
+      rejects(body({ provider: { sort: { partition: "all" } } }), "provider.sort.partition", "\"model\" | \"none\"")
+      rejects(body({ provider: { max_price: 5 } }), "provider.max_price")
+      rejects(body({ provider: { max_price: { prompt: -1 } } }), "provider.max_price.prompt", "non-negative")
+      rejects(body({ provider: { max_price: { completion: "1e-6" } } }), "provider.max_price.completion", "decimal")
+      rejects(body({ provider: { max_price: { request: true } } }), "provider.max_price.request")
+      rejects(body({ provider: { preferred_min_throughput: "fast" } }), "provider.preferred_min_throughput")
+      rejects(body({ provider: { preferred_max_latency: { p50: -5 } } }), "provider.preferred_max_latency.p50")
+    })
+  })
+
+  describe("route (deprecated)", () => {
+    it("accepts \"fallback\", \"sort\" or an object", () => {
+      assert.strictEqual(accepts(body({ route: "fallback" })).route, "fallback")
+      assert.strictEqual(accepts(body({ route: "sort" })).route, "sort")
+      accepts(body({ route: { kind: "fallback" } }))
+      rejects(body({ route: "cheapest" }), "route", "\"fallback\" | \"sort\"")
+      rejects(body({ route: null }), "route")
+      rejects(body({ route: 1 }), "route")
+    })
+
+    it("maps to the sort partition of the effective preferences", () => {
+      const effective = (fields: Record<string, unknown>) => {
+        const request = accepts(body(fields))
+        return ProviderPreferences.effective(request.provider, request.route)
+      }
+      assert.deepStrictEqual(effective({ route: "fallback" }), { sort: { partition: "model" } })
+      assert.deepStrictEqual(effective({ route: "sort", provider: { sort: "price", zdr: true } }), {
+        sort: { by: "price", partition: "none" },
+        zdr: true
+      })
+      assert.deepStrictEqual(effective({ route: "sort", provider: { sort: { by: "latency", partition: "model" } } }), {
+        sort: { by: "latency", partition: "model" }
+      })
+      assert.deepStrictEqual(effective({ route: { kind: "x" }, provider: { only: ["a"] } }), { only: ["a"] })
+      assert.strictEqual(effective({}), undefined)
     })
   })
 

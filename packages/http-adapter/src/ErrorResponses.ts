@@ -25,7 +25,14 @@ export const messages = (error: GatewayError.GatewayError, requestId: string): G
     headers: extraHeaders(error, requestId),
     body: {
       _tag: "Text",
-      text: JSON.stringify({ type: "error", error: { type, message: error.message }, request_id: requestId })
+      text: JSON.stringify({
+        type: "error",
+        error: { type, message: error.message },
+        request_id: requestId,
+        ...(error._tag === "PermissionDenied" && error.pipeline !== undefined
+          ? { service_metadata: { pipeline: error.pipeline } }
+          : {})
+      })
     }
   }
 }

@@ -74,8 +74,8 @@ const SSE_HEADERS = {
 const decoder = new TextDecoder()
 
 /** Parses a JSON request body, with a clear 400 for the wrong content type or malformed JSON. */
-export const parseJsonBody = (request: GatewayRequest) =>
-  Effect.flatMap(request.body, (bytes) => {
+export const parseJsonBody = (request: GatewayRequest, bytes: Uint8Array) =>
+  Effect.suspend(() => {
     const contentType = header(request.headers, "content-type")
     if (contentType === undefined || !/^application\/([\w.+-]*\+)?json\b/i.test(contentType.trim())) {
       return Effect.fail(
@@ -113,12 +113,14 @@ export const authenticate = (headers: Headers) =>
 const messages = (request: GatewayRequest, requestId: string) =>
   Effect.gen(function*() {
     const principal = yield* authenticate(request.headers)
-    const body = yield* parseJsonBody(request)
+    const bytes = yield* request.body
+    const body = yield* parseJsonBody(request, bytes)
     const service = yield* MessagesService.MessagesService
     const context: MessagesServiceModule.RequestContext = {
       requestId,
       principal,
       sessionId: header(request.headers, "x-session-id"),
+      bodyBytes: bytes.byteLength,
       metadata: wantsMetadata(request.headers),
       headers: {
         anthropicVersion: header(request.headers, "anthropic-version"),

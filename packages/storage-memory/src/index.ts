@@ -1,3 +1,5 @@
+export * as MemoryEndpointStats from "./MemoryEndpointStats.js"
 export * as MemoryKeys from "./MemoryKeys.js"
+export * as MemorySessionAffinity from "./MemorySessionAffinity.js"
 export * as MemoryUsageLog from "./MemoryUsageLog.js"
 export * as StorageMemory from "./StorageMemory.js"

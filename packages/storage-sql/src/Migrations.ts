@@ -61,10 +61,45 @@ const createUsage = Effect.gen(function*() {
   yield* sql`CREATE INDEX mg_usage_request_id ON mg_usage (request_id)`
 })
 
+// One row per non-zero cell of a time bucket of an endpoint's health windows (see core `HealthWindows`):
+// `metric` 0 = outcome counts (`idx` in the order of `HealthWindows.outcomes`), 1 = TTFB bins,
+// 2 = throughput bins. Every process adds its deltas with `n = n + excluded.n`.
+const createEndpointHealth = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE mg_endpoint_buckets (
+    endpoint_id TEXT NOT NULL,
+    bucket_ms INTEGER NOT NULL,
+    bucket_start BIGINT NOT NULL,
+    metric INTEGER NOT NULL,
+    idx INTEGER NOT NULL,
+    n BIGINT NOT NULL,
+    PRIMARY KEY (endpoint_id, bucket_ms, bucket_start, metric, idx)
+  )`
+  yield* sql`CREATE INDEX mg_endpoint_buckets_start ON mg_endpoint_buckets (bucket_ms, bucket_start)`
+  // The latest cooldown any process decided for an endpoint (circuit breaker or Retry-After).
+  yield* sql`CREATE TABLE mg_endpoint_cooldowns (
+    endpoint_id TEXT PRIMARY KEY NOT NULL,
+    cooling_until BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL
+  )`
+})
+
+const createSessionAffinity = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE mg_session_affinity (
+    session_key TEXT PRIMARY KEY NOT NULL,
+    endpoint_id TEXT NOT NULL,
+    updated_at BIGINT NOT NULL
+  )`
+  yield* sql`CREATE INDEX mg_session_affinity_updated_at ON mg_session_affinity (updated_at)`
+})
+
 /** Every migration, by `<id>_<name>`. Append new ones; never edit an applied one. */
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "1_create_api_keys": createApiKeys,
-  "2_create_usage": createUsage
+  "2_create_usage": createUsage,
+  "3_create_endpoint_health": createEndpointHealth,
+  "4_create_session_affinity": createSessionAffinity
 }
 
 const migrator = Migrator.make({})

@@ -1,5 +1,5 @@
 /**
- * SQL storage layers: `Keys` and `UsageLog` on SQLite (a file or `:memory:`) or PostgreSQL, with
+ * SQL storage layers: `Keys`, `UsageLog`, `EndpointStats` and `SessionAffinity` on SQLite (a file or `:memory:`) or PostgreSQL, with
  * the migrations applied when the layer is built. The SQL client stays inside the layer.
  */
 import * as PgClient from "@effect/sql-pg/PgClient"
@@ -7,13 +7,15 @@ import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import type { MigrationError } from "@effect/sql/Migrator"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import type { Keys, UsageLog } from "@model-gateway/core"
+import type { EndpointStats, Keys, SessionAffinity, UsageLog } from "@model-gateway/core"
 import type { ConfigError } from "effect"
 import { Data, Effect, Layer, Redacted } from "effect"
 import { mkdirSync } from "node:fs"
 import * as NodePath from "node:path"
 import * as Migrations from "./Migrations.js"
+import * as SqlEndpointStats from "./SqlEndpointStats.js"
 import * as SqlKeys from "./SqlKeys.js"
+import * as SqlSessionAffinity from "./SqlSessionAffinity.js"
 import * as SqlUsageLog from "./SqlUsageLog.js"
 
 /** A storage configuration that cannot work (bad URL, bad schema name, unusable path). */
@@ -25,7 +27,16 @@ export class SqlStorageError extends Data.TaggedError("SqlStorageError")<{
 /** Everything that can fail while building a storage layer. */
 export type StorageBuildError = SqlStorageError | SqlError | MigrationError | ConfigError.ConfigError
 
-export interface StoreOptions extends SqlKeys.SqlKeysOptions, SqlUsageLog.SqlUsageLogOptions {}
+export interface StoreOptions
+  extends
+    SqlKeys.SqlKeysOptions,
+    SqlUsageLog.SqlUsageLogOptions,
+    SqlEndpointStats.SqlEndpointStatsOptions,
+    SqlSessionAffinity.SqlSessionAffinityOptions
+{}
+
+/** Every store a storage layer provides. */
+export type Stores = Keys.Keys | UsageLog.UsageLog | EndpointStats.EndpointStats | SessionAffinity.SessionAffinity
 
 export interface SqliteOptions extends StoreOptions {
   /** A file path (its directory is created if missing) or `:memory:`. */
@@ -39,14 +50,22 @@ export interface PgOptions extends StoreOptions {
   readonly schema?: string | undefined
 }
 
-/** `Keys` and `UsageLog` over the `SqlClient` in context, after running the migrations. */
+/**
+ * `Keys`, `UsageLog`, `EndpointStats` and `SessionAffinity` over the `SqlClient` in context, after
+ * running the migrations.
+ */
 export const layer = (
   options: StoreOptions = {}
-): Layer.Layer<Keys.Keys | UsageLog.UsageLog, SqlError | MigrationError, SqlClient.SqlClient> =>
-  Layer.merge(SqlKeys.layer(options), SqlUsageLog.layer(options)).pipe(Layer.provide(Migrations.layer))
+): Layer.Layer<Stores, SqlError | MigrationError, SqlClient.SqlClient> =>
+  Layer.mergeAll(
+    SqlKeys.layer(options),
+    SqlUsageLog.layer(options),
+    SqlEndpointStats.layer(options),
+    SqlSessionAffinity.layer(options)
+  ).pipe(Layer.provide(Migrations.layer))
 
 /** Storage in a SQLite database file (or `:memory:`). */
-export const layerSqlite = (options: SqliteOptions): Layer.Layer<Keys.Keys | UsageLog.UsageLog, StorageBuildError> => {
+export const layerSqlite = (options: SqliteOptions): Layer.Layer<Stores, StorageBuildError> => {
   const client = Layer.unwrapEffect(
     Effect.try({
       try: () => {
@@ -66,7 +85,7 @@ const isFilePath = (filename: string) => filename !== "" && filename !== ":memor
 const schemaName = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
 
 /** Storage in PostgreSQL, optionally in its own schema. */
-export const layerPg = (options: PgOptions): Layer.Layer<Keys.Keys | UsageLog.UsageLog, StorageBuildError> => {
+export const layerPg = (options: PgOptions): Layer.Layer<Stores, StorageBuildError> => {
   const schema = options.schema
   if (schema !== undefined && !schemaName.test(schema)) {
     return Layer.fail(new SqlStorageError({ message: `Invalid PostgreSQL schema name "${schema}"` }))
@@ -114,7 +133,7 @@ const ensureSchema = (schema: string): Layer.Layer<never, SqlError, PgClient.PgC
 export const layerFromUrl = (
   url: string,
   options: StoreOptions = {}
-): Layer.Layer<Keys.Keys | UsageLog.UsageLog, StorageBuildError> => {
+): Layer.Layer<Stores, StorageBuildError> => {
   const parsed = parseUrl(url)
   if (parsed._tag === "Invalid") return Layer.fail(new SqlStorageError({ message: parsed.message }))
   return parsed._tag === "Sqlite"

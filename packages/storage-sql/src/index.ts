@@ -1,4 +1,6 @@
 export * as Migrations from "./Migrations.js"
+export * as SqlEndpointStats from "./SqlEndpointStats.js"
 export * as SqlKeys from "./SqlKeys.js"
+export * as SqlSessionAffinity from "./SqlSessionAffinity.js"
 export * as SqlStorage from "./SqlStorage.js"
 export * as SqlUsageLog from "./SqlUsageLog.js"

@@ -17,8 +17,15 @@ export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("Invali
 /** 401: missing or unknown credentials. */
 export class Unauthenticated extends Schema.TaggedError<Unauthenticated>()("Unauthenticated", fields) {}
 
+/** A step of the routing/guardrail pipeline reported in `service_metadata`. */
+export const PipelineStep = Schema.Struct({ type: Schema.String, name: Schema.String, summary: Schema.String })
+
 /** 403: the principal may not do this (management-only operation, a guardrail block). */
-export class PermissionDenied extends Schema.TaggedError<PermissionDenied>()("PermissionDenied", fields) {}
+export class PermissionDenied extends Schema.TaggedError<PermissionDenied>()("PermissionDenied", {
+  ...fields,
+  /** The pipeline that blocked the request (e.g. the guardrail step), reported as `service_metadata`. */
+  pipeline: Schema.optional(Schema.Array(PipelineStep))
+}) {}
 
 /** 404: unknown model or resource. */
 export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", fields) {}

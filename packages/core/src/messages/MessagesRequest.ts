@@ -3,11 +3,12 @@
  * that turns a parsed JSON body into a typed request or an `InvalidRequest` naming the offending field path.
  *
  * The decoded value is only read for routing: the gateway forwards the original body. Unknown fields are
- * accepted everywhere except inside a `fallbacks` entry, and unknown content block and server tool kinds are
- * accepted as generic `{ type }` objects, so that newer clients keep working.
+ * accepted everywhere except inside a `fallbacks` entry and the `provider` preferences, and unknown content block
+ * and server tool kinds are accepted as generic `{ type }` objects, so that newer clients keep working.
  */
 import { Either, ParseResult, Schema, SchemaAST } from "effect"
 import { InvalidRequest } from "../errors/GatewayError.js"
+import { ProviderPreferences, Route } from "../routing/ProviderPreferences.js"
 
 // -----------------------------------------------------------------------------
 // helpers
@@ -670,8 +671,8 @@ const messagesRequestSchema = Schema.Struct({
   fallbacks: optional(
     nullable(arrayOf(Fallback, "an array of fallback objects").pipe(entries(0, 3, "entry", "entries")))
   ),
-  provider: optional(AnyObject),
-  route: optional(AnyObject),
+  provider: optional(ProviderPreferences),
+  route: optional(Route),
   plugins: optional(arrayOf(Plugin, "an array of plugin objects")),
   service_tier: optional(Schema.String),
   speed: optional(literal("fast", "standard")),

@@ -4,13 +4,25 @@
  * before the first content reached the client: lifecycle frames are held back until then. After
  * content has started, a failure becomes an in-band `event: error` and the stream still ends cleanly.
  */
-import { Clock, Context, Effect, Either, ExecutionStrategy, Exit, Layer, Option, Scope, Stream } from "effect"
+import { Clock, Context, Effect, Either, ExecutionStrategy, Exit, Layer, Option, Random, Scope, Stream } from "effect"
 import type { Principal } from "../auth/Keys.js"
+import type { CatalogueSnapshot, Model } from "../catalogue/Catalogue.js"
 import { Catalogue } from "../catalogue/Catalogue.js"
 import * as GatewayError from "../errors/GatewayError.js"
+import * as EndpointStats from "../health/EndpointStats.js"
+import * as AutoRouter from "../plugins/AutoRouter.js"
+import * as ContextCompression from "../plugins/ContextCompression.js"
+import * as DocumentParser from "../plugins/DocumentParser.js"
+import * as Moderation from "../plugins/Moderation.js"
+import * as ParetoRouter from "../plugins/ParetoRouter.js"
+import * as ResponseHealer from "../plugins/ResponseHealer.js"
+import * as SwitchyardRouter from "../plugins/SwitchyardRouter.js"
+import * as TaskClassifier from "../plugins/TaskClassifier.js"
+import * as WebSearch from "../plugins/WebSearch.js"
 import * as Cost from "../pricing/Cost.js"
 import type { Attempt, PipelineStep, Requirements } from "../routing/RoutePlanner.js"
 import * as RoutePlanner from "../routing/RoutePlanner.js"
+import * as SessionAffinity from "../sessions/SessionAffinity.js"
 import type { ForwardHeaders, MessagesCall } from "../upstream/Upstream.js"
 import { isRetryable, toGatewayError, Upstream, UpstreamError } from "../upstream/Upstream.js"
 import { UsageLog } from "../usage/UsageLog.js"
@@ -27,6 +39,8 @@ export interface RequestContext {
   /** `X-Service-Metadata: enabled` (or a legacy alias) was sent. */
   readonly metadata: boolean
   readonly headers: ForwardHeaders
+  /** Size of the raw body, for a cheap prompt-size bound. */
+  readonly bodyBytes?: number | undefined
   readonly app: {
     readonly referer?: string | undefined
     readonly title?: string | undefined
@@ -142,231 +156,680 @@ const inBandError = (error: GatewayError.GatewayError, requestId: string): strin
     request_id: requestId
   })
 
-/** Builds the service from its ports. */
-export const make = Effect.gen(function*() {
-  const catalogue = yield* Catalogue
-  const upstream = yield* Upstream
-  const usageLog = yield* UsageLog
+/** Options of the messages use case, from configuration. */
+export interface MessagesOptions {
+  /** The model slug that selects the auto-router (`auto` by default). */
+  readonly routerSlug?: string | undefined
+  /** The fusion plugin's default panel and presets. */
+  readonly fusion?: {
+    readonly panel?: ReadonlyArray<string> | undefined
+    readonly presets?: Partial<Record<"general-high" | "general-budget" | "general-fast", ReadonlyArray<string>>>
+  } | undefined
+}
 
-  const create = (context: RequestContext, raw: unknown) =>
-    Effect.gen(function*() {
-      const started = yield* Clock.currentTimeMillis
-      const decoded = MessagesRequest.validate(raw)
-      if (Either.isLeft(decoded)) return yield* Effect.fail(decoded.left)
-      const request = decoded.right
-      const body = raw as JsonObject
-      const snapshot = yield* catalogue.snapshot
-      const planned = RoutePlanner.plan({
-        model: request.model,
-        models: request.models,
-        fallbacks: request.fallbacks,
-        requirements: requirements(request, body)
-      }, snapshot)
-      if (Either.isLeft(planned)) return yield* Effect.fail(planned.left)
-      const { attempts } = planned.right
-      const steps: Array<PipelineStep> = [...planned.right.steps]
-      const forward = forwardBody(body)
-      const sessionId = request.session_id ?? context.sessionId ?? null
-      const call = (attempt: Attempt): MessagesCall => ({
-        endpoint: attempt.endpoint,
-        body: { ...forward, model: attempt.endpoint.upstreamModel },
-        headers: context.headers
+type Plugins = Partial<{ [K in MessagesRequest.Plugin["id"]]: Extract<MessagesRequest.Plugin, { id: K }> }>
+
+/** The enabled plugins of a request by id, with each one's index in `plugins` for error paths. */
+const enabledPlugins = (request: MessagesRequest.MessagesRequest) => {
+  const plugins: Record<string, unknown> = {}
+  const index: Record<string, number> = {}
+  request.plugins?.forEach((plugin, i) => {
+    if ((plugin as { enabled?: boolean }).enabled === false) return
+    plugins[plugin.id] = plugin
+    index[plugin.id] = i
+  })
+  return { plugins: plugins as Plugins, index }
+}
+
+const outcomeOf = (error: UpstreamError): EndpointStats.AttemptOutcome | undefined => {
+  switch (error.kind) {
+    case "rate_limited":
+      return "rate_limited"
+    case "overloaded":
+      return "overloaded"
+    case "timeout":
+      return "timeout"
+    case "invalid_request":
+    case "unsupported":
+      return undefined
+    default:
+      return "error"
+  }
+}
+
+const zeroUsage: Cost.BilledUsage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }
+
+const addUsage = (a: Cost.BilledUsage, b: Cost.BilledUsage): Cost.BilledUsage => ({
+  input: a.input + b.input,
+  output: a.output + b.output,
+  cacheRead: a.cacheRead + b.cacheRead,
+  cacheWrite: a.cacheWrite + b.cacheWrite
+})
+
+/** Text of a message's text blocks. */
+const textOfMessage = (message: Message): string =>
+  message.content.filter((b) => b.type === "text").map((b) => String(b.text ?? "")).join("")
+
+const appendSystem = (body: JsonObject, text: string): JsonObject => {
+  const system = body.system
+  if (system === undefined || system === null || system === "") return { ...body, system: text }
+  if (typeof system === "string") return { ...body, system: `${system}\n\n${text}` }
+  if (Array.isArray(system)) return { ...body, system: [...system, { type: "text", text }] }
+  return { ...body, system: text }
+}
+
+/** Builds the service from its ports; plugin ports are optional. */
+export const make = (options: MessagesOptions = {}) =>
+  Effect.gen(function*() {
+    const catalogue = yield* Catalogue
+    const upstream = yield* Upstream
+    const usageLog = yield* UsageLog
+    const stats = yield* EndpointStats.EndpointStats
+    const affinity = yield* SessionAffinity.SessionAffinity
+    const classifier = Option.getOrElse(yield* Effect.serviceOption(TaskClassifier.TaskClassifier), () =>
+      TaskClassifier.keywords)
+    const switchyard = Option.getOrElse(
+      yield* Effect.serviceOption(SwitchyardRouter.SwitchyardPolicy),
+      () =>
+        SwitchyardRouter.fromRules([])
+    )
+    const healer = yield* Effect.serviceOption(ResponseHealer.ResponseHealer)
+    const parser = yield* Effect.serviceOption(DocumentParser.DocumentParser)
+    const moderation = yield* Effect.serviceOption(Moderation.Moderation)
+    const webSearch = yield* Effect.serviceOption(WebSearch.WebSearch)
+    const routerSlug = options.routerSlug ?? "auto"
+
+    const recordAttempt = (endpointId: string, startedAt: number, fields: {
+      outcome: EndpointStats.AttemptOutcome | undefined
+      ttfbMs: number | null
+      outputTokens: number
+      retryAfterMs?: number | undefined
+    }) =>
+      fields.outcome === undefined ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        stats.record({
+          endpointId,
+          at: now,
+          ttfbMs: fields.ttfbMs,
+          latencyMs: now - startedAt,
+          outputTokens: fields.outputTokens,
+          outcome: fields.outcome!,
+          retryAfterMs: fields.retryAfterMs
+        }))
+
+    const recordFailedAttempt = (attempt: Attempt, startedAt: number, error: UpstreamError) =>
+      recordAttempt(attempt.endpoint.id, startedAt, {
+        outcome: outcomeOf(error),
+        ttfbMs: null,
+        outputTokens: 0,
+        retryAfterMs: error.retryAfterMs
       })
 
-      const record = (fields: {
-        attempt: Attempt | undefined
-        attempts: number
-        status: number
-        errorType: string | null
-        usage: Cost.BilledUsage
-        cost: string
-        ttfbMs: number | null
-        stream: boolean
-      }) =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) =>
-          usageLog.record({
-            requestId: context.requestId,
-            createdAt: started,
-            keyId: context.principal.keyId,
-            workspace: context.principal.workspace,
-            model: fields.attempt?.model.id ?? request.model,
-            provider: fields.attempt?.endpoint.provider ?? null,
-            endpointId: fields.attempt?.endpoint.id ?? null,
-            stream: fields.stream,
-            status: fields.status,
-            errorType: fields.errorType,
-            inputTokens: fields.usage.input,
-            outputTokens: fields.usage.output,
-            cacheReadTokens: fields.usage.cacheRead,
-            cacheWriteTokens: fields.usage.cacheWrite,
-            cost: fields.cost,
-            latencyMs: now - started,
-            ttfbMs: fields.ttfbMs,
-            attempts: fields.attempts,
-            sessionId,
-            user: request.user ?? null,
-            appReferer: context.app.referer ?? null,
-            appTitle: context.app.title ?? null,
-            appCategories: context.app.categories ?? null
-          }))
+    /** Everything one execution needs; fusion runs several. */
+    interface Run {
+      readonly context: RequestContext
+      readonly request: MessagesRequest.MessagesRequest
+      readonly body: JsonObject
+      readonly modelId: string
+      readonly plugins: Plugins
+      readonly steps: Array<PipelineStep>
+      readonly stream: boolean
+      readonly started: number
+      /** Usage and cost of earlier sub-requests (fusion analyses), added to this answer's. */
+      readonly extra?: { readonly usage: Cost.BilledUsage; readonly cost: string } | undefined
+      /** False for fusion analyses: recorded once, with the final answer. */
+      readonly recordUsage: boolean
+    }
 
-      const recordFailure = (error: GatewayError.GatewayError, tried: number, stream: boolean) =>
-        record({
-          attempt: undefined,
-          attempts: tried,
-          status: GatewayError.describe(error).status,
-          errorType: GatewayError.describe(error).type,
-          usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
-          cost: "0",
-          ttfbMs: null,
-          stream
-        })
-
-      const metadata = () => ({ pipeline: steps })
-
-      if (request.stream !== true) {
-        let last: UpstreamError | undefined
-        for (let i = 0; i < attempts.length; i++) {
-          const attempt = attempts[i]
-          const result = yield* Effect.either(upstream.createMessage(call(attempt)))
-          if (Either.isLeft(result)) {
-            last = result.left
-            const retry = isRetryable(last) && i < attempts.length - 1
-            steps.push(failureStep(attempt, last, retry))
-            if (!isRetryable(last)) break
-            continue
-          }
-          steps.push(successStep(attempt, i))
-          const message: Message = result.right
-          const usage = billed(message.usage)
-          const cost = Cost.cost(attempt.endpoint.pricing, usage)
-          const now = yield* Clock.currentTimeMillis
-          yield* record({
-            attempt,
-            attempts: i + 1,
-            status: 200,
-            errorType: null,
-            usage,
-            cost,
-            ttfbMs: now - started,
-            stream: false
-          })
-          const out: JsonObject = {
-            ...message,
-            model: attempt.model.id,
-            stop_details: message.stop_details ?? null,
-            container: message.container ?? null,
-            usage: completeUsage(message.usage, cost),
-            context_management: message.context_management ?? null,
-            provider: attempt.endpoint.provider,
-            safeguard_results: message.safeguard_results ?? null
-          }
-          if (context.metadata) out.service_metadata = metadata()
-          return { _tag: "Json", body: out } as MessagesOutcome
-        }
-        const error = toGatewayError(last!)
-        yield* recordFailure(error, attempts.length, false)
-        return yield* Effect.fail(error)
-      }
-
-      // Streaming: the scope lives as long as the returned stream; it owns the committed upstream request.
-      const scope = yield* Scope.make()
-      return yield* Effect.onExit(
-        streamAttempts(upstream, attempts, call, steps, scope),
-        (exit) => (Exit.isSuccess(exit) ? Effect.void : Scope.close(scope, exit))
-      ).pipe(
-        Effect.flatMap((committed) =>
-          Effect.gen(function*() {
-            if (committed._tag === "Failed") {
-              yield* recordFailure(committed.error, attempts.length, true)
-              return yield* Effect.fail(committed.error)
+    const execute = (run: Run) =>
+      Effect.gen(function*() {
+        const { body, context, plugins, request, steps } = run
+        const snapshot = yield* catalogue.snapshot
+        const model = snapshot.models.get(run.modelId)
+        const fileParser = plugins["file-parser"] !== undefined && Option.isSome(parser)
+        const compression = plugins["context-compression"] !== undefined
+        const needs = requirements(request, body)
+        const estimate = estimatePromptTokens(body, context.bodyBytes, model)
+        const health = yield* stats.snapshot
+        const sessionId = request.session_id ?? context.sessionId
+        const key = sessionId === undefined
+          ? undefined
+          : SessionAffinity.affinityKey(context.principal.workspace, sessionId, run.modelId)
+        const sticky = key === undefined ? undefined : Option.getOrUndefined(yield* affinity.get(key))
+        const seed = yield* Random.nextInt
+        const now = yield* Clock.currentTimeMillis
+        const planned = RoutePlanner.plan(
+          {
+            model: run.modelId,
+            models: request.models,
+            fallbacks: request.fallbacks,
+            provider: RoutePlanner.effectivePreferences(request.provider, request.route),
+            requirements: {
+              ...needs,
+              documents: needs.documents && !fileParser,
+              parameters: RoutePlanner.usedParameters(body),
+              estimatedPromptTokens: compression ? undefined : estimate
             }
-            const { attempt, index, held, rest, firstContentAt } = committed
-            const modelId = attempt.model.id
-            let usage: JsonObject = {}
-            let sawStop = false
-            let errorType: string | null = null
-            const currentCost = () => Cost.cost(attempt.endpoint.pricing, billed(usage))
-            const decorate = (event: StreamEvent): string => {
-              switch (event.type) {
-                case "message_start": {
-                  const message = (event.message ?? {}) as JsonObject
-                  usage = { ...(message.usage as JsonObject | undefined) }
-                  const out: JsonObject = {
-                    ...message,
-                    model: modelId,
-                    provider: attempt.endpoint.provider,
-                    usage: completeUsage(usage, currentCost())
-                  }
-                  if (context.metadata) out.service_metadata = metadata()
-                  return sseFrame({ ...event, message: out })
+          },
+          snapshot,
+          {
+            health,
+            session: key === undefined ? undefined : { key, endpointId: sticky },
+            random: RoutePlanner.seededRandom(seed),
+            now
+          }
+        )
+        if (Either.isLeft(planned)) return yield* Effect.fail(planned.left)
+        const { attempts } = planned.right
+        steps.push(...planned.right.steps)
+        const forward = forwardBody(body)
+
+        let parsedDocuments: JsonObject | undefined
+        const bodyFor = (attempt: Attempt): Effect.Effect<JsonObject, UpstreamError> =>
+          Effect.gen(function*() {
+            let out: JsonObject = { ...forward, model: attempt.endpoint.upstreamModel }
+            if (fileParser && needs.documents && !(attempt.endpoint.inputModalities?.includes("file") ?? true)) {
+              if (parsedDocuments === undefined) {
+                parsedDocuments = yield* DocumentParser.replaceDocuments(forward, (b64) =>
+                  (parser as Option.Some<DocumentParser.DocumentParserService>).value.pdfToText(b64)).pipe(
+                    Effect.mapError((e) =>
+                      new UpstreamError({ kind: "unsupported", message: `file-parser: ${e.message}` })
+                    )
+                  )
+                steps.push({ type: "plugin", name: "file-parser", summary: "PDF documents converted to text" })
+              }
+              out = { ...parsedDocuments, model: attempt.endpoint.upstreamModel }
+            }
+            const context = attempt.endpoint.contextLength
+            if (compression && context !== undefined) {
+              const budget = context - (needs.maxTokens ?? 0)
+              if (ContextCompression.estimateTokens({ system: out.system, messages: out.messages }) > budget) {
+                const compressed = ContextCompression.middleOut(out, budget)
+                if (compressed === undefined) {
+                  return yield* Effect.fail(
+                    new UpstreamError({
+                      kind: "unsupported",
+                      message:
+                        `context-compression: the prompt cannot fit ${attempt.endpoint.id}'s context of ${context}`
+                    })
+                  )
                 }
-                case "message_delta": {
-                  const delta = event.usage as JsonObject | undefined
-                  if (delta !== undefined) {
-                    for (const [key, value] of Object.entries(delta)) if (value !== null) usage[key] = value
-                  }
-                  return sseFrame({
-                    ...event,
-                    usage: { ...delta, output_tokens: num(usage.output_tokens), cost: Number(currentCost()) }
-                  })
-                }
-                case "message_stop":
-                  sawStop = true
-                  return sseFrame(event)
-                default:
-                  return sseFrame(event)
+                steps.push({
+                  type: "plugin",
+                  name: "context-compression",
+                  summary: `middle-out removed ${compressed.removedMessages} message(s) to fit ${attempt.endpoint.id}`
+                })
+                out = compressed.body
               }
             }
-            steps.push(successStep(attempt, index))
-            yield* Scope.addFinalizer(
-              scope,
-              Effect.suspend(() =>
-                record({
-                  attempt,
-                  attempts: index + 1,
-                  status: 200,
-                  errorType,
-                  usage: billed(usage),
-                  cost: currentCost(),
-                  ttfbMs: firstContentAt - started,
-                  stream: true
-                })
-              )
-            )
-            const frames = Stream.concat(Stream.fromIterable(held), rest).pipe(
-              Stream.map(decorate),
-              Stream.catchAll((error) => {
-                const mapped = toGatewayError(error)
-                errorType = GatewayError.describe(mapped).type
-                return Stream.succeed(inBandError(mapped, context.requestId))
+            return out
+          })
+
+        const call = (attempt: Attempt) =>
+          Effect.map(bodyFor(attempt), (callBody): MessagesCall => ({
+            endpoint: attempt.endpoint,
+            body: callBody,
+            headers: context.headers
+          }))
+
+        const record = (fields: {
+          attempt: Attempt | undefined
+          attempts: number
+          status: number
+          errorType: string | null
+          usage: Cost.BilledUsage
+          cost: string
+          ttfbMs: number | null
+        }) =>
+          run.recordUsage
+            ? Effect.flatMap(Clock.currentTimeMillis, (end) =>
+              usageLog.record({
+                requestId: context.requestId,
+                createdAt: run.started,
+                keyId: context.principal.keyId,
+                workspace: context.principal.workspace,
+                model: fields.attempt?.model.id ?? run.modelId,
+                provider: fields.attempt?.endpoint.provider ?? null,
+                endpointId: fields.attempt?.endpoint.id ?? null,
+                stream: run.stream,
+                status: fields.status,
+                errorType: fields.errorType,
+                inputTokens: fields.usage.input,
+                outputTokens: fields.usage.output,
+                cacheReadTokens: fields.usage.cacheRead,
+                cacheWriteTokens: fields.usage.cacheWrite,
+                cost: fields.cost,
+                latencyMs: end - run.started,
+                ttfbMs: fields.ttfbMs,
+                attempts: fields.attempts,
+                sessionId: sessionId ?? null,
+                user: request.user ?? null,
+                appReferer: context.app.referer ?? null,
+                appTitle: context.app.title ?? null,
+                appCategories: context.app.categories ?? null
+              }))
+            : Effect.void
+
+        const recordFailure = (error: GatewayError.GatewayError, tried: number) =>
+          record({
+            attempt: undefined,
+            attempts: tried,
+            status: GatewayError.describe(error).status,
+            errorType: GatewayError.describe(error).type,
+            usage: run.extra?.usage ?? zeroUsage,
+            cost: run.extra?.cost ?? "0",
+            ttfbMs: null
+          })
+
+        const total = (attempt: Attempt, usage: Cost.BilledUsage) => {
+          const own = Cost.cost(attempt.endpoint.pricing, usage)
+          return run.extra === undefined
+            ? { usage, cost: own }
+            : { usage: addUsage(usage, run.extra.usage), cost: Cost.sumDecimals([own, run.extra.cost]) }
+        }
+
+        const metadata = () => ({ pipeline: steps })
+
+        if (!run.stream) {
+          let last: UpstreamError | undefined
+          for (let i = 0; i < attempts.length; i++) {
+            const attempt = attempts[i]
+            const attemptStart = yield* Clock.currentTimeMillis
+            const result = yield* Effect.either(Effect.flatMap(call(attempt), upstream.createMessage))
+            if (Either.isLeft(result)) {
+              last = result.left
+              yield* recordFailedAttempt(attempt, attemptStart, last)
+              const retry = isRetryable(last) && i < attempts.length - 1
+              steps.push(failureStep(attempt, last, retry))
+              if (!isRetryable(last)) break
+              continue
+            }
+            steps.push(successStep(attempt, i))
+            let message: Message = result.right
+            const usage = billed(message.usage)
+            const end = yield* Clock.currentTimeMillis
+            yield* recordAttempt(attempt.endpoint.id, attemptStart, {
+              outcome: "ok",
+              ttfbMs: end - attemptStart,
+              outputTokens: usage.output
+            })
+            if (key !== undefined) yield* affinity.set(key, attempt.endpoint.id)
+            message = yield* heal(message, request, plugins, steps)
+            const sum = total(attempt, usage)
+            yield* record({
+              attempt,
+              attempts: i + 1,
+              status: 200,
+              errorType: null,
+              usage: sum.usage,
+              cost: sum.cost,
+              ttfbMs: end - run.started
+            })
+            const out: JsonObject = {
+              ...message,
+              model: attempt.model.id,
+              stop_details: message.stop_details ?? null,
+              container: message.container ?? null,
+              usage: completeUsage(
+                run.extra === undefined ? message.usage : {
+                  ...message.usage,
+                  input_tokens: sum.usage.input,
+                  output_tokens: sum.usage.output,
+                  cache_read_input_tokens: sum.usage.cacheRead,
+                  cache_creation_input_tokens: sum.usage.cacheWrite
+                },
+                sum.cost
+              ),
+              context_management: message.context_management ?? null,
+              provider: attempt.endpoint.provider,
+              safeguard_results: message.safeguard_results ?? null
+            }
+            if (context.metadata) out.service_metadata = metadata()
+            return { outcome: { _tag: "Json", body: out } as MessagesOutcome, message, usage: sum }
+          }
+          const error = toGatewayError(last!)
+          yield* recordFailure(error, attempts.length)
+          return yield* Effect.fail(error)
+        }
+
+        // Streaming: the scope lives as long as the returned stream; it owns the committed upstream request.
+        const scope = yield* Scope.make()
+        const committed = yield* Effect.onExit(
+          streamAttempts(upstream, attempts, call, steps, scope, recordFailedAttempt),
+          (exit) => (Exit.isSuccess(exit) ? Effect.void : Scope.close(scope, exit))
+        )
+        if (committed._tag === "Failed") {
+          yield* Scope.close(scope, Exit.void)
+          yield* recordFailure(committed.error, attempts.length)
+          return yield* Effect.fail(committed.error)
+        }
+        const { attempt, attemptStart, firstContentAt, held, index, rest } = committed
+        if (key !== undefined) yield* affinity.set(key, attempt.endpoint.id)
+        const modelId = attempt.model.id
+        let usage: JsonObject = {}
+        let sawStop = false
+        let errorType: string | null = null
+        let failure: UpstreamError | undefined
+        const current = () => total(attempt, billed(usage))
+        const decorate = (event: StreamEvent): string => {
+          switch (event.type) {
+            case "message_start": {
+              const message = (event.message ?? {}) as JsonObject
+              usage = { ...(message.usage as JsonObject | undefined) }
+              const out: JsonObject = {
+                ...message,
+                model: modelId,
+                provider: attempt.endpoint.provider,
+                usage: completeUsage(usage, current().cost)
+              }
+              if (context.metadata) out.service_metadata = metadata()
+              return sseFrame({ ...event, message: out })
+            }
+            case "message_delta": {
+              const delta = event.usage as JsonObject | undefined
+              if (delta !== undefined) {
+                for (const [k, value] of Object.entries(delta)) if (value !== null) usage[k] = value
+              }
+              return sseFrame({
+                ...event,
+                usage: { ...delta, output_tokens: num(usage.output_tokens), cost: Number(current().cost) }
+              })
+            }
+            case "message_stop":
+              sawStop = true
+              return sseFrame(event)
+            default:
+              return sseFrame(event)
+          }
+        }
+        steps.push(successStep(attempt, index))
+        yield* Scope.addFinalizer(
+          scope,
+          Effect.suspend(() => {
+            const sum = current()
+            return Effect.zipRight(
+              recordAttempt(attempt.endpoint.id, attemptStart, {
+                outcome: failure === undefined ? (sawStop ? "ok" : undefined) : outcomeOf(failure),
+                ttfbMs: firstContentAt - attemptStart,
+                outputTokens: sum.usage.output
               }),
-              Stream.concat(Stream.suspend(() => {
-                if (sawStop || errorType !== null) return Stream.empty
-                errorType = "api_error"
-                return Stream.succeed(
-                  inBandError(
-                    new GatewayError.InternalError({ message: "upstream stream ended before message_stop" }),
-                    context.requestId
-                  )
-                )
-              })),
-              Stream.ensuring(Scope.close(scope, Exit.void))
+              record({
+                attempt,
+                attempts: index + 1,
+                status: 200,
+                errorType,
+                usage: sum.usage,
+                cost: sum.cost,
+                ttfbMs: firstContentAt - run.started
+              })
             )
-            return { _tag: "Stream", frames } as MessagesOutcome
           })
         )
-      )
-    })
+        const frames = Stream.concat(Stream.fromIterable(held), rest).pipe(
+          Stream.map(decorate),
+          Stream.catchAll((error) => {
+            failure = error
+            const mapped = toGatewayError(error)
+            errorType = GatewayError.describe(mapped).type
+            return Stream.succeed(inBandError(mapped, context.requestId))
+          }),
+          Stream.concat(Stream.suspend(() => {
+            if (sawStop || errorType !== null) return Stream.empty
+            errorType = "api_error"
+            return Stream.succeed(
+              inBandError(
+                new GatewayError.InternalError({ message: "upstream stream ended before message_stop" }),
+                context.requestId
+              )
+            )
+          })),
+          Stream.ensuring(Scope.close(scope, Exit.void))
+        )
+        return { outcome: { _tag: "Stream", frames } as MessagesOutcome, message: undefined, usage: undefined }
+      })
 
-  return MessagesService.of({ create })
-})
+    /** response-healing: repairs and validates a JSON answer when the request asked for a json_schema format. */
+    const heal = (
+      message: Message,
+      request: MessagesRequest.MessagesRequest,
+      plugins: Plugins,
+      steps: Array<PipelineStep>
+    ): Effect.Effect<Message> => {
+      const format = request.output_config?.format
+      if (plugins["response-healing"] === undefined || format === undefined || format === null) {
+        return Effect.succeed(message)
+      }
+      if (Option.isNone(healer)) {
+        steps.push({ type: "plugin", name: "response-healing", summary: "no response healer is configured; skipped" })
+        return Effect.succeed(message)
+      }
+      return healer.value.heal(textOfMessage(message), format.schema).pipe(
+        Effect.map((healed) => {
+          steps.push({
+            type: "plugin",
+            name: "response-healing",
+            summary: healed.repaired ? "repaired the JSON answer; it matches the schema" : "the JSON answer was valid"
+          })
+          if (!healed.repaired) return message
+          const rest = message.content.filter((b) => b.type !== "text")
+          return {
+            ...message,
+            content: [{ type: "text", text: JSON.stringify(healed.value), citations: null }, ...rest]
+          }
+        }),
+        Effect.catchAll((e) => {
+          steps.push({ type: "plugin", name: "response-healing", summary: `could not repair the answer: ${e.message}` })
+          return Effect.succeed(message)
+        })
+      )
+    }
+
+    /** Guardrails and web plugins that act on the input before routing. */
+    const preflight = (body: JsonObject, plugins: Plugins, steps: Array<PipelineStep>) =>
+      Effect.gen(function*() {
+        if (plugins.moderation !== undefined) {
+          if (Option.isNone(moderation)) {
+            return yield* Effect.fail(
+              new GatewayError.InvalidRequest({
+                message: "the moderation plugin was requested but no moderation provider is configured",
+                param: "plugins"
+              })
+            )
+          }
+          const result = yield* moderation.value.check(Moderation.moderationInput(body)).pipe(
+            Effect.mapError((e) => new GatewayError.Unavailable({ message: `moderation unavailable: ${e.message}` }))
+          )
+          steps.push(Moderation.guardrailStep(result))
+          if (result.flagged) {
+            const denied = Moderation.blocked(result)
+            return yield* Effect.fail(new GatewayError.PermissionDenied({ message: denied.message, pipeline: steps }))
+          }
+        }
+        for (const id of ["web", "web-fetch"] as const) {
+          if (plugins[id] === undefined) continue
+          if (Option.isNone(webSearch)) return yield* Effect.fail(WebSearch.notConfigured(id))
+        }
+        if (plugins.web !== undefined && Option.isSome(webSearch)) {
+          const query = TaskClassifier.latestUserText(body.messages).slice(0, 400)
+          const results = yield* webSearch.value.search(query, { maxResults: 5 }).pipe(
+            Effect.catchAll((e) => {
+              steps.push({ type: "plugin", name: "web", summary: `search failed: ${e.message}` })
+              return Effect.succeed([] as ReadonlyArray<WebSearch.SearchResult>)
+            })
+          )
+          if (results.length > 0) {
+            steps.push({
+              type: "plugin",
+              name: "web",
+              summary: `${results.length} search result(s) added to the prompt`
+            })
+            return appendSystem(
+              body,
+              `Web search results for "${query}":\n${
+                results.map((r, i) => `[${i + 1}] ${r.title} (${r.url})\n${r.snippet}`).join("\n\n")
+              }`
+            )
+          }
+        }
+        return body
+      })
+
+    /** Chooses the model when a router plugin (or the router slug) is in play. */
+    const chooseModel = (
+      request: MessagesRequest.MessagesRequest,
+      body: JsonObject,
+      plugins: Plugins,
+      index: Record<string, number>,
+      steps: Array<PipelineStep>,
+      snapshot: CatalogueSnapshot
+    ): Either.Either<string, GatewayError.InvalidRequest | GatewayError.Unavailable> => {
+      const auto = plugins["auto-router"] ?? plugins["auto-beta-router"]
+      let choice: Either.Either<{ modelId: string; steps: ReadonlyArray<PipelineStep> }, any> | undefined
+      if (auto !== undefined || request.model === routerSlug) {
+        choice = AutoRouter.choose({
+          plugin: auto ?? { id: "auto-router" },
+          messages: body.messages,
+          system: body.system,
+          catalogue: snapshot,
+          classifier,
+          routerSlug,
+          param: auto === undefined ? "plugins" : `plugins[${index[auto.id]}]`
+        })
+      } else if (plugins["pareto-router"] !== undefined) {
+        choice = ParetoRouter.choose({
+          plugin: plugins["pareto-router"],
+          messages: body.messages,
+          system: body.system,
+          catalogue: snapshot,
+          classifier,
+          routerSlug
+        })
+      } else if (plugins["switchyard-router"] !== undefined) {
+        choice = SwitchyardRouter.choose({
+          plugin: plugins["switchyard-router"],
+          messages: body.messages,
+          system: body.system,
+          tools: body.tools,
+          catalogue: snapshot,
+          classifier,
+          policy: switchyard,
+          routerSlug
+        })
+      }
+      if (choice === undefined) return Either.right(request.model)
+      if (Either.isLeft(choice)) return Either.left(choice.left)
+      steps.push(...choice.right.steps)
+      return Either.right(choice.right.modelId)
+    }
+
+    /** fusion: the panel answers in parallel, then the synthesis model answers with their analyses. */
+    const fusion = (run: Run, plugin: NonNullable<Plugins["fusion"]>) =>
+      Effect.gen(function*() {
+        const panel = plugin.analysis_models ??
+          (plugin.preset === undefined ? undefined : options.fusion?.presets?.[plugin.preset]) ??
+          options.fusion?.panel
+        if (panel === undefined || panel.length === 0) {
+          return yield* Effect.fail(
+            new GatewayError.InvalidRequest({
+              message: "fusion: no analysis_models given and no default panel is configured",
+              param: "plugins"
+            })
+          )
+        }
+        const snapshot = yield* catalogue.snapshot
+        const synthesis = plugin.model ?? (snapshot.models.has(run.modelId) ? run.modelId : panel[0])
+        const analysisBody: JsonObject = { ...run.body, stream: false }
+        delete analysisBody.plugins
+        const analyses = yield* Effect.forEach(
+          panel,
+          (m) =>
+            Effect.either(execute({
+              ...run,
+              modelId: m,
+              body: { ...analysisBody, model: m },
+              stream: false,
+              steps: [],
+              extra: undefined,
+              recordUsage: false
+            })),
+          { concurrency: "unbounded" }
+        )
+        let usage = zeroUsage
+        const costs: Array<string> = []
+        const texts: Array<string> = []
+        analyses.forEach((result, i) => {
+          if (Either.isLeft(result) || result.right.message === undefined || result.right.usage === undefined) {
+            run.steps.push({ type: "plugin", name: "fusion", summary: `analysis by ${panel[i]} failed` })
+            return
+          }
+          usage = addUsage(usage, result.right.usage.usage)
+          costs.push(result.right.usage.cost)
+          texts.push(`Analysis by ${panel[i]}:\n${textOfMessage(result.right.message)}`)
+          run.steps.push({ type: "plugin", name: "fusion", summary: `analysis by ${panel[i]} done` })
+        })
+        if (texts.length === 0) {
+          return yield* Effect.fail(new GatewayError.Unavailable({ message: "fusion: every analysis model failed" }))
+        }
+        run.steps.push({ type: "plugin", name: "fusion", summary: `${synthesis} synthesizes ${texts.length} analyses` })
+        const body = appendSystem(
+          run.body,
+          `Several analysts answered the conversation below. Synthesize the best final answer from their analyses.\n\n${
+            texts.join("\n\n")
+          }`
+        )
+        return yield* execute({
+          ...run,
+          body: { ...body, model: synthesis },
+          modelId: synthesis,
+          extra: { usage, cost: Cost.sumDecimals(costs) }
+        })
+      })
+
+    const create = (context: RequestContext, raw: unknown) =>
+      Effect.gen(function*() {
+        const started = yield* Clock.currentTimeMillis
+        const decoded = MessagesRequest.validate(raw)
+        if (Either.isLeft(decoded)) return yield* Effect.fail(decoded.left)
+        const request = decoded.right
+        const { index, plugins } = enabledPlugins(request)
+        const steps: Array<PipelineStep> = []
+        const body = yield* preflight(raw as JsonObject, plugins, steps)
+        const chosen = chooseModel(request, body, plugins, index, steps, yield* catalogue.snapshot)
+        if (Either.isLeft(chosen)) return yield* Effect.fail(chosen.left)
+        const run: Run = {
+          context,
+          request,
+          body,
+          modelId: chosen.right,
+          plugins,
+          steps,
+          stream: request.stream === true,
+          started,
+          recordUsage: true
+        }
+        const result = plugins.fusion !== undefined ? yield* fusion(run, plugins.fusion) : yield* execute(run)
+        return result.outcome
+      })
+
+    return MessagesService.of({ create })
+  })
+
+/** Prompt tokens, estimated: exact enough only where it matters (near the smallest context window). */
+const estimatePromptTokens = (body: JsonObject, bodyBytes: number | undefined, model: Model | undefined): number => {
+  const bytes = bodyBytes ?? 0
+  let smallest = Infinity
+  for (const e of model?.endpoints ?? []) {
+    if (e.contextLength !== undefined) smallest = Math.min(smallest, e.contextLength)
+  }
+  if (bodyBytes !== undefined && bytes / 3 < smallest / 2) return Math.ceil(bytes / 4)
+  return ContextCompression.estimateTokens({ system: body.system, messages: body.messages, tools: body.tools })
+}
 
 type Committed =
   | {
     readonly _tag: "Committed"
     readonly attempt: Attempt
     readonly index: number
+    readonly attemptStart: number
     readonly held: ReadonlyArray<StreamEvent>
     readonly rest: Stream.Stream<StreamEvent, UpstreamError>
     readonly firstContentAt: number
@@ -380,16 +843,21 @@ type Committed =
 const streamAttempts = (
   upstream: Upstream["Type"],
   attempts: ReadonlyArray<Attempt>,
-  call: (attempt: Attempt) => MessagesCall,
+  call: (attempt: Attempt) => Effect.Effect<MessagesCall, UpstreamError>,
   steps: Array<PipelineStep>,
-  scope: Scope.CloseableScope
+  scope: Scope.CloseableScope,
+  recordFailure: (attempt: Attempt, startedAt: number, error: UpstreamError) => Effect.Effect<void>
 ) =>
   Effect.gen(function*() {
     let last: UpstreamError | undefined
     for (let i = 0; i < attempts.length; i++) {
       const attempt = attempts[i]
+      const attemptStart = yield* Clock.currentTimeMillis
       const child = yield* Scope.fork(scope, ExecutionStrategy.sequential)
-      const pull = yield* Scope.extend(Stream.toPull(upstream.streamMessage(call(attempt))), child)
+      const pull = yield* Scope.extend(
+        Stream.toPull(Stream.unwrap(Effect.map(call(attempt), upstream.streamMessage))),
+        child
+      )
       const held: Array<StreamEvent> = []
       let outcome: "content" | "done" | UpstreamError | undefined
       while (outcome === undefined) {
@@ -413,6 +881,7 @@ const streamAttempts = (
           _tag: "Committed",
           attempt,
           index: i,
+          attemptStart,
           held,
           rest: outcome === "done" ? Stream.empty : Stream.repeatEffectChunkOption(pull),
           firstContentAt
@@ -420,6 +889,7 @@ const streamAttempts = (
       }
       last = outcome
       yield* Scope.close(child, Exit.void)
+      yield* recordFailure(attempt, attemptStart, last)
       const retry = isRetryable(last) && i < attempts.length - 1
       steps.push(failureStep(attempt, last, retry))
       if (!isRetryable(last)) break
@@ -428,4 +898,4 @@ const streamAttempts = (
   })
 
 /** The service, given Catalogue, Upstream and UsageLog. */
-export const layer = Layer.effect(MessagesService, make)
+export const layer = (options: MessagesOptions = {}) => Layer.effect(MessagesService, make(options))

@@ -1,0 +1,141 @@
+/**
+ * What the router plugins share: the routable models of a catalogue, their cost and quality for a task, the cost
+ * percentile and the cost tier bands of spec 2.1.3, and the shape of a router's choice.
+ *
+ * - A model is routable when it has at least one endpoint and is not the router slug itself.
+ * - The cost of a model is the `prompt + completion` price per token of its cheapest endpoint; a price that is not a
+ *   finite non-negative decimal makes that endpoint cost `Infinity` (ranked most expensive).
+ * - The quality of a model for a task is its configured score, clamped to 0..1. A model without a score for the task
+ *   is not ranked for it; when no candidate is ranked, every candidate is, at the neutral score 0.5.
+ * - The cost percentile of a candidate among n candidates is `100 * r / (n - 1)`, where r is the number of
+ *   candidates strictly cheaper (ties share the lower rank); a lone candidate is at 0. The cheapest is at 0, the
+ *   dearest at 100.
+ * - Bands: low [0,20), medium [20,40), high [40,60), xhigh [60,80), max [80,100].
+ */
+import type { CatalogueSnapshot, Model, Task } from "../catalogue/Catalogue.js"
+import type { PipelineStep } from "../routing/RoutePlanner.js"
+
+/** A cost tier of the router plugins. */
+export type CostTier = "low" | "medium" | "high" | "xhigh" | "max"
+
+/** The tiers from cheapest to dearest; tier i covers percentiles [20i, 20i + 20), the last one includes 100. */
+export const costTiers: ReadonlyArray<CostTier> = ["low", "medium", "high", "xhigh", "max"]
+
+/** The neutral quality of a model that has no score for any candidate's task. */
+export const NEUTRAL_SCORE = 0.5
+
+/** A model the router may choose, with its cost and quality for the classified task. */
+export interface Candidate {
+  readonly model: Model
+  /** USD per prompt token plus per completion token, of the cheapest endpoint. */
+  readonly cost: number
+  /** Quality for the task, 0..1. */
+  readonly score: number
+  /** Cost percentile among the candidates, 0..100. */
+  readonly percentile: number
+}
+
+/** What a router plugin decided: the model to route to, the task it classified and why. */
+export interface Choice {
+  readonly modelId: string
+  readonly task: Task
+  readonly steps: ReadonlyArray<PipelineStep>
+}
+
+/** The `type` of the pipeline steps router plugins report; `name` is the plugin id. */
+export const STEP_TYPE = "plugin"
+
+const price = (decimal: string): number => {
+  const n = Number(decimal)
+  return decimal.trim() !== "" && Number.isFinite(n) && n >= 0 ? n : Infinity
+}
+
+/** The cost of a model: the `prompt + completion` price of its cheapest endpoint (`Infinity` when none has one). */
+export const modelCost = (model: Model): number => {
+  let best = Infinity
+  for (const endpoint of model.endpoints) {
+    const cost = price(endpoint.pricing.prompt) + price(endpoint.pricing.completion)
+    if (cost < best) best = cost
+  }
+  return best
+}
+
+/** The routable models of a snapshot, in catalogue order: at least one endpoint, and not the router slug. */
+export const routable = (snapshot: CatalogueSnapshot, routerSlug: string): ReadonlyArray<Model> => {
+  const out: Array<Model> = []
+  for (const model of snapshot.models.values()) {
+    if (model.endpoints.length > 0 && model.id !== routerSlug) out.push(model)
+  }
+  return out
+}
+
+/** The cost percentile of each cost among `costs` (same order): `100 * r / (n - 1)`, ties at the lower rank. */
+export const percentiles = (costs: ReadonlyArray<number>): ReadonlyArray<number> => {
+  const n = costs.length
+  if (n <= 1) return costs.map(() => 0)
+  const sorted = [...costs].sort((a, b) => a - b)
+  const rankOf = new Map<number, number>()
+  sorted.forEach((cost, i) => {
+    if (!rankOf.has(cost)) rankOf.set(cost, i)
+  })
+  return costs.map((cost) => (rankOf.get(cost)! * 100) / (n - 1))
+}
+
+/** The band of a cost percentile: low [0,20), medium [20,40), high [40,60), xhigh [60,80), max [80,100]. */
+export const tierOf = (percentile: number): CostTier =>
+  percentile >= 80
+    ? "max"
+    : percentile >= 60
+    ? "xhigh"
+    : percentile >= 40
+    ? "high"
+    : percentile >= 20
+    ? "medium"
+    : "low"
+
+const clamp = (score: number): number => Number.isNaN(score) ? NEUTRAL_SCORE : Math.min(1, Math.max(0, score))
+
+/**
+ * The candidates for a task among `models`: the models with a score for the task, or every model at the neutral
+ * score when none has one (`ranked` false), each with its cost and cost percentile among the candidates.
+ */
+export const rank = (
+  models: ReadonlyArray<Model>,
+  task: Task
+): { readonly candidates: ReadonlyArray<Candidate>; readonly ranked: boolean } => {
+  let scored = models.filter((model) => model.scores?.[task] !== undefined)
+  const ranked = scored.length > 0
+  if (!ranked) scored = [...models]
+  const costs = scored.map(modelCost)
+  const pcts = percentiles(costs)
+  return {
+    candidates: scored.map((model, i) => ({
+      model,
+      cost: costs[i],
+      score: ranked ? clamp(model.scores![task]!) : NEUTRAL_SCORE,
+      percentile: pcts[i]
+    })),
+    ranked
+  }
+}
+
+/** Orders candidates best first: higher score, then cheaper, then model id. */
+export const byQuality = (a: Candidate, b: Candidate): number =>
+  b.score - a.score || a.cost - b.cost || (a.model.id < b.model.id ? -1 : a.model.id > b.model.id ? 1 : 0)
+
+/** Orders candidates cheapest first: cheaper, then higher score, then model id. */
+export const byCost = (a: Candidate, b: Candidate): number =>
+  a.cost - b.cost || b.score - a.score || (a.model.id < b.model.id ? -1 : a.model.id > b.model.id ? 1 : 0)
+
+/** A short description of a candidate for pipeline summaries. */
+export const describe = (c: Candidate): string =>
+  `${c.model.id} (score ${round(c.score)}, cost percentile ${round(c.percentile)})`
+
+/** Rounds to at most 2 decimals for display. */
+export const round = (n: number): string => Number.isFinite(n) ? String(Math.round(n * 100) / 100) : String(n)
+
+/** A short rendering of a pattern list for messages. */
+export const showList = (items: ReadonlyArray<string>, max = 3): string =>
+  `[${items.slice(0, max).map((s) => JSON.stringify(s.length > 64 ? `${s.slice(0, 64)}...` : s)).join(", ")}${
+    items.length > max ? `, ... (${items.length} in all)` : ""
+  }]`

@@ -1,0 +1,116 @@
+/**
+ * In-process `EndpointStats` adapter: per endpoint, fixed-size `HealthWindows` and a
+ * `CircuitBreaker`. Recording is a few counter increments. `snapshot` is cheap: each endpoint's
+ * percentiles and uptime are computed when first asked for and reused for `healthCacheTtl`
+ * (1 s by default); the recent outage and the breaker are always current. Time comes from the
+ * attempts and from Effect's `Clock`.
+ */
+import { CircuitBreaker, EndpointStats, HealthWindows } from "@model-gateway/core"
+import { Clock, Duration, Effect, Layer } from "effect"
+
+export interface MemoryEndpointStatsOptions {
+  /** How long computed percentiles and uptime are reused (default 1 second; 0 computes on every read). */
+  readonly healthCacheTtl?: Duration.DurationInput | undefined
+  /** Most endpoints tracked; beyond, the one idle the longest is forgotten (default 10,000). */
+  readonly healthMaxEndpoints?: number | undefined
+  /** Circuit breaker settings (threshold, cooldowns, outcomes that count as failures). */
+  readonly breaker?: Partial<CircuitBreaker.Options> | undefined
+}
+
+/** Memory held by the adapter. */
+export interface Footprint {
+  readonly endpoints: number
+  /** Bytes of the windows of every endpoint. */
+  readonly windowBytes: number
+}
+
+/** The adapter's service: the port, plus its footprint for tests and diagnostics. */
+export interface MemoryEndpointStatsService extends EndpointStats.EndpointStatsService {
+  readonly footprint: Effect.Effect<Footprint>
+}
+
+interface Entry {
+  readonly windows: HealthWindows.HealthWindows
+  breaker: CircuitBreaker.CircuitBreaker
+  lastAt: number
+  cachedAt: number
+  cached: HealthWindows.Statistics | undefined
+}
+
+/** Builds an empty in-memory endpoint statistics store. */
+export const make = (options: MemoryEndpointStatsOptions = {}): Effect.Effect<MemoryEndpointStatsService> =>
+  Effect.sync(() => {
+    const cacheTtl = Duration.toMillis(options.healthCacheTtl ?? Duration.seconds(1))
+    const maxEndpoints = Math.max(1, options.healthMaxEndpoints ?? 10_000)
+    const breakerOptions = CircuitBreaker.options(options.breaker)
+    const entries = new Map<string, Entry>()
+
+    const evictIdlest = () => {
+      let idlest: string | undefined
+      let oldest = Infinity
+      for (const [id, entry] of entries) {
+        if (entry.lastAt < oldest) {
+          oldest = entry.lastAt
+          idlest = id
+        }
+      }
+      if (idlest !== undefined) entries.delete(idlest)
+    }
+
+    const entryOf = (endpointId: string): Entry => {
+      let entry = entries.get(endpointId)
+      if (entry === undefined) {
+        if (entries.size >= maxEndpoints) evictIdlest()
+        entry = {
+          windows: HealthWindows.empty(),
+          breaker: CircuitBreaker.closed,
+          lastAt: -Infinity,
+          cachedAt: 0,
+          cached: undefined
+        }
+        entries.set(endpointId, entry)
+      }
+      return entry
+    }
+
+    const healthOf = (entry: Entry, now: number): EndpointStats.EndpointHealth => {
+      if (entry.cached === undefined || !(now >= entry.cachedAt && now - entry.cachedAt < cacheTtl)) {
+        entry.cached = HealthWindows.statistics(entry.windows, now)
+        entry.cachedAt = now
+      }
+      return HealthWindows.combine(entry.cached, entry.windows, now, entry.breaker)
+    }
+
+    const record = (attempt: EndpointStats.AttemptRecord): Effect.Effect<void> =>
+      Effect.sync(() => {
+        const entry = entryOf(attempt.endpointId)
+        HealthWindows.record(entry.windows, attempt)
+        entry.breaker = CircuitBreaker.record(entry.breaker, attempt, breakerOptions)
+        if (attempt.at > entry.lastAt) entry.lastAt = attempt.at
+      })
+
+    const snapshot: Effect.Effect<EndpointStats.HealthSnapshot> = Effect.map(Clock.currentTimeMillis, (now) => ({
+      get: (endpointId) => {
+        const entry = entries.get(endpointId)
+        return entry === undefined ? undefined : healthOf(entry, now)
+      }
+    }))
+
+    const footprint = Effect.sync((): Footprint => {
+      let windowBytes = 0
+      for (const entry of entries.values()) windowBytes += HealthWindows.byteSize(entry.windows)
+      return { endpoints: entries.size, windowBytes }
+    })
+
+    return { record, snapshot, footprint }
+  })
+
+/** The in-memory `EndpointStats` layer. */
+export const layer = (options: MemoryEndpointStatsOptions = {}): Layer.Layer<EndpointStats.EndpointStats> =>
+  Layer.effect(EndpointStats.EndpointStats, make(options))
+
+/** The footprint of the `EndpointStats` in context, when it is this adapter (or another that reports one). */
+export const footprint: Effect.Effect<Footprint | undefined, never, EndpointStats.EndpointStats> = Effect.flatMap(
+  EndpointStats.EndpointStats,
+  (stats) => "footprint" in stats ? (stats as MemoryEndpointStatsService).footprint : Effect.succeed(undefined)
+)
