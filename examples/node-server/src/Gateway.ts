@@ -19,6 +19,7 @@ import { FetchBinding, GatewayHttp as Http, HttpAppBinding, NodeBinding } from "
 import { JsonSchemaHealer, OpenAiModeration, PdfDocumentParser, UpstreamRouter } from "@model-gateway/provider-adapters"
 import { StorageMemory } from "@model-gateway/storage-memory"
 import { SqlStorage } from "@model-gateway/storage-sql"
+import type { Clock } from "effect"
 import { Effect, Layer, ManagedRuntime } from "effect"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -34,6 +35,8 @@ export interface GatewayOptions {
   readonly mountPath?: string | undefined
   /** A search provider for the `web` / `web-fetch` plugins (none by default). */
   readonly webSearch?: WebSearch.WebSearchService | undefined
+  /** Replaces the runtime's clock (tests that move time forward). */
+  readonly clock?: Clock.Clock | undefined
 }
 
 /** The moderation adapter the configuration names, if any. */
@@ -74,7 +77,8 @@ export const gatewayLayer = (
     routerSlug: config.autoRouter.slug,
     fusion: config.fusion
   })
-  return messages.pipe(Layer.provide(plugins), Layer.provideMerge(ports))
+  const gateway = messages.pipe(Layer.provide(plugins), Layer.provideMerge(ports))
+  return options.clock === undefined ? gateway : Layer.merge(gateway, Layer.setClock(options.clock))
 }
 
 export interface Gateway {

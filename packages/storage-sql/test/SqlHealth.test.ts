@@ -62,10 +62,21 @@ const fast = {
   affinityFlushInterval: Duration.millis(20)
 } satisfies SqlStorage.StoreOptions
 
+// Long intervals for the tests that move a TestClock while the layer runs: it runs every wake-up on the way.
+const slow = {
+  flushInterval: Duration.hours(1),
+  healthSyncInterval: Duration.hours(1),
+  healthPruneInterval: Duration.hours(1),
+  healthFullRefreshInterval: Duration.hours(1),
+  affinityFlushInterval: Duration.hours(1),
+  affinityPruneInterval: Duration.hours(1)
+} satisfies SqlStorage.StoreOptions
+
 const shared = (filename: string, options: SqlStorage.StoreOptions = fast) =>
   SqlStorage.layerSqlite({ ...options, filename })
 
-const pgProcess = () => SqlStorage.layerPg({ ...fast, url: pgUrl, schema: pgSchema })
+const pgProcess = (options: SqlStorage.StoreOptions = fast) =>
+  SqlStorage.layerPg({ ...options, url: pgUrl, schema: pgSchema })
 
 const healthOf = (endpointId: string) =>
   Effect.flatMap(EndpointStats.EndpointStats, (stats) => Effect.map(stats.snapshot, (s) => s.get(endpointId)))
@@ -86,11 +97,11 @@ const until = <A, E, R>(check: Effect.Effect<A, E, R>): Effect.Effect<A, unknown
 
 const sqliteShared = join(tempDir, "shared", "gateway.db")
 
-endpointStatsContract("SQLite :memory:", SqlStorage.layerSqlite({ ...fast, filename: ":memory:" }), {
+endpointStatsContract("SQLite :memory:", SqlStorage.layerSqlite({ ...slow, filename: ":memory:" }), {
   footprint: SqlEndpointStats.footprint,
   processes: { a: shared(sqliteShared), b: shared(sqliteShared) }
 })
-sessionAffinityContract("SQLite :memory:", SqlStorage.layerSqlite({ ...fast, filename: ":memory:" }), {
+sessionAffinityContract("SQLite :memory:", SqlStorage.layerSqlite({ ...slow, filename: ":memory:" }), {
   processes: { a: shared(sqliteShared), b: shared(sqliteShared) }
 })
 
@@ -173,8 +184,8 @@ describe("SqlEndpointStats on SQLite", () => {
       yield* TestClock.setTime(T)
       const build = (layer: Layer.Layer<EndpointStats.EndpointStats, unknown>) =>
         Effect.map(Layer.build(layer), (ctx) => Context.get(ctx, EndpointStats.EndpointStats) as SqlEndpointStats.SqlEndpointStatsService)
-      const a = yield* build(shared(filename))
-      const b = yield* build(shared(filename))
+      const a = yield* build(shared(filename, slow))
+      const b = yield* build(shared(filename, slow))
       yield* a.record(attemptRecord({ endpointId, at: T, outcome: "overloaded", ttfbMs: null, retryAfterMs: 120_000 }))
       yield* a.sync
       yield* b.sync
@@ -236,9 +247,9 @@ describe("SqlSessionAffinity on SQLite", () => {
 // --- PostgreSQL -----------------------------------------------------------------------------------
 
 describe.skipIf(skipPg)("PostgreSQL", () => {
-  endpointStatsContract("PostgreSQL", pgProcess(), {
+  endpointStatsContract("PostgreSQL", pgProcess(slow), {
     footprint: SqlEndpointStats.footprint,
     processes: { a: pgProcess(), b: pgProcess() }
   })
-  sessionAffinityContract("PostgreSQL", pgProcess(), { processes: { a: pgProcess(), b: pgProcess() } })
+  sessionAffinityContract("PostgreSQL", pgProcess(slow), { processes: { a: pgProcess(), b: pgProcess() } })
 })

@@ -8,9 +8,9 @@ import { Context } from "effect"
 /** Idle time after which a session forgets its endpoint. */
 export const IDLE_TTL_MS = 10 * 60 * 1000
 
-/** The affinity key of a request: workspace, session and model. */
+/** The affinity key of a request: workspace, session and model (unit-separated; PostgreSQL text cannot hold NUL). */
 export const affinityKey = (workspace: string, sessionId: string, modelId: string): string =>
-  `${workspace}\u0000${sessionId}\u0000${modelId}`
+  `${workspace}\u001f${sessionId}\u001f${modelId}`
 
 export interface SessionAffinityService {
   /** The endpoint id the session used last, unless it has been idle past the TTL. */

@@ -1,0 +1,57 @@
+// The child side of the benchmark's IPC protocol, shared by the upstream, proxy and gateway children.
+//
+//   child -> parent  { type: "ready", url }                 once the server listens
+//   parent -> child  { type: "cpu", id }                    -> { type: "cpu", id, usage: process.cpuUsage(), heap }
+//   parent -> child  { type: "call", id, name }             -> { type: "call", id, value } (child-specific extras)
+//   parent -> child  { type: "shutdown" }                   closes the server, then exits 0 (so --cpu-prof is written)
+//
+// A child also exits when the parent goes away (IPC disconnect) or on SIGINT/SIGTERM, always through
+// process.exit so that a `--cpu-prof` profile is flushed.
+
+/**
+ * @param {string} name
+ * @param {() => Promise<{ url: string, close: () => Promise<void>, calls?: Record<string, () => unknown> }>} start
+ */
+export const serveChild = async (name, start) => {
+  if (process.send === undefined) {
+    console.error(`[bench/${name}] must be started by bench/run.mjs (needs an IPC channel)`)
+    process.exit(2)
+  }
+  let running
+  let exiting = false
+  const exit = async (code) => {
+    if (exiting) return
+    exiting = true
+    const timer = setTimeout(() => process.exit(code), 3_000)
+    timer.unref()
+    try {
+      await running?.close()
+    } catch {
+      // closing is best effort
+    }
+    process.exit(code)
+  }
+  process.on("message", (message) => {
+    switch (message?.type) {
+      case "cpu":
+        process.send({ type: "cpu", id: message.id, usage: process.cpuUsage(), heap: process.memoryUsage().heapUsed })
+        break
+      case "call":
+        process.send({ type: "call", id: message.id, value: running?.calls?.[message.name]?.() })
+        break
+      case "shutdown":
+        void exit(0)
+        break
+    }
+  })
+  process.on("disconnect", () => void exit(0))
+  process.on("SIGINT", () => void exit(0))
+  process.on("SIGTERM", () => void exit(0))
+  try {
+    running = await start()
+  } catch (error) {
+    console.error(`[bench/${name}] failed to start:`, error)
+    process.exit(1)
+  }
+  process.send({ type: "ready", url: running.url })
+}

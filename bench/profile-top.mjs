@@ -1,0 +1,218 @@
+// Summarises a V8 .cpuprofile (as written by `BENCH_CPU_PROF=1 npm run bench`): where the gateway's CPU
+// goes by area (gateway code, effect, undici, node internals, GC), the hottest functions by self time,
+// the gateway functions by inclusive time, and the hottest source lines of gateway code. Locations in
+// compiled dist/*.js are mapped back to src/*.ts through the source maps next to them.
+//
+//   node bench/profile-top.mjs [file.cpuprofile] [--top N] [--area TEXT] [--requests N]
+// --area limits the "functions by self time" list to areas whose name contains TEXT (e.g. undici, effect).
+// --requests gives the number of requests the profiled process answered, for µs/req columns; bench/run.mjs
+// writes it next to its profiles (FILE.json), so it is needed only for other profiles (bench/handler.mjs:
+// 8 rounds × BENCH_HANDLER_N + 1).
+// Without a file, the newest profile in bench/.prof is used.
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
+import { SourceMap } from "node:module"
+import { dirname, join, relative, resolve } from "node:path"
+import { fileURLToPath } from "node:url"
+
+const here = dirname(fileURLToPath(import.meta.url))
+const root = resolve(here, "..")
+const args = process.argv.slice(2)
+const topIndex = args.indexOf("--top")
+const TOP = topIndex === -1 ? 25 : Number(args.splice(topIndex, 2)[1])
+const areaIndex = args.indexOf("--area")
+const AREA = areaIndex === -1 ? undefined : args.splice(areaIndex, 2)[1]
+const requestsIndex = args.indexOf("--requests")
+const REQUESTS = requestsIndex === -1 ? undefined : Number(args.splice(requestsIndex, 2)[1])
+let file = args[0]
+if (file === undefined) {
+  const dir = join(here, ".prof")
+  const newest = existsSync(dir)
+    ? readdirSync(dir)
+      .filter((f) => f.startsWith("gateway-") && f.endsWith(".cpuprofile"))
+      .map((f) => ({ f: join(dir, f), t: statSync(join(dir, f)).mtimeMs }))
+      .sort((a, b) => b.t - a.t)[0]
+    : undefined
+  if (newest === undefined) {
+    console.error("no profile given and none in bench/.prof (run BENCH_CPU_PROF=1 npm run bench)")
+    process.exit(2)
+  }
+  file = newest.f
+}
+
+const profile = JSON.parse(readFileSync(file, "utf8"))
+// Written by bench/run.mjs next to the profile: how many requests the profiled process answered.
+const meta = REQUESTS > 0
+  ? { requests: REQUESTS, target: "given by --requests", scenarios: [] }
+  : existsSync(`${file}.json`)
+  ? JSON.parse(readFileSync(`${file}.json`, "utf8"))
+  : undefined
+const requests = meta?.requests > 0 ? meta.requests : undefined
+const nodes = new Map(profile.nodes.map((n) => [n.id, n]))
+const parent = new Map()
+for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id)
+
+// Sample counts per node; time per sample from the profile's span.
+const hits = new Map()
+for (const id of profile.samples) hits.set(id, (hits.get(id) ?? 0) + 1)
+const msPerSample = (profile.endTime - profile.startTime) / 1000 / profile.samples.length
+
+// ---- source maps -----------------------------------------------------------------------------------
+
+const maps = new Map()
+const mapFor = (path) => {
+  if (maps.has(path)) return maps.get(path)
+  let map
+  try {
+    const payload = JSON.parse(readFileSync(`${path}.map`, "utf8"))
+    map = { map: new SourceMap(payload), dir: dirname(path) }
+  } catch {
+    map = undefined
+  }
+  maps.set(path, map)
+  return map
+}
+
+/** `src/…/File.ts:line` for a dist position (0-based line and column), or the dist position itself. */
+const locate = (url, line, column) => {
+  if (!url) return ""
+  if (!url.startsWith("file://")) return `${url}:${line + 1}`
+  const path = fileURLToPath(url)
+  const shown = (p, l) => `${relative(root, p)}:${l}`
+  if (path.includes("/node_modules/") || !path.endsWith(".js")) return shown(path, line + 1)
+  const m = mapFor(path)
+  const entry = m?.map.findEntry(line, Math.max(0, column))
+  if (entry?.originalSource === undefined) return shown(path, line + 1)
+  const source = entry.originalSource.startsWith("file://")
+    ? fileURLToPath(entry.originalSource)
+    : resolve(m.dir, entry.originalSource)
+  return shown(source, entry.originalLine + 1)
+}
+
+const areaOf = (frame) => {
+  const { url, functionName } = frame
+  if (url === "") {
+    if (functionName === "(garbage collector)") return "GC"
+    if (functionName === "(idle)") return "idle"
+    if (functionName === "(program)") return "(program): V8/native, unattributed"
+    return "native/builtins"
+  }
+  if (url.startsWith("node:")) return "node internals"
+  const path = url.startsWith("file://") ? fileURLToPath(url) : url
+  const nm = path.lastIndexOf("/node_modules/")
+  if (nm !== -1) {
+    const rest = path.slice(nm + "/node_modules/".length).split("/")
+    return rest[0].startsWith("@") ? `${rest[0]}/${rest[1]}` : rest[0]
+  }
+  const inRepo = relative(root, path)
+  const match = /^(packages|examples)\/([^/]+)\//.exec(inRepo)
+  return match ? `gateway: ${match[1]}/${match[2]}` : inRepo
+}
+
+const isGatewayCode = (frame) => areaOf(frame).startsWith("gateway:")
+
+const keyOf = (frame) => `${frame.functionName || "(anonymous)"}\u0000${frame.url}\u0000${frame.lineNumber}`
+const describe = (frame) =>
+  `${frame.functionName || "(anonymous)"}  ${locate(frame.url, frame.lineNumber, frame.columnNumber)}`
+
+// ---- aggregate -------------------------------------------------------------------------------------
+
+let busySamples = 0
+const byArea = new Map()
+const selfByFunction = new Map()
+for (const [id, count] of hits) {
+  const frame = nodes.get(id).callFrame
+  const area = areaOf(frame)
+  if (area === "idle") continue
+  busySamples += count
+  byArea.set(area, (byArea.get(area) ?? 0) + count)
+  const key = keyOf(frame)
+  const entry = selfByFunction.get(key) ?? { frame, count: 0 }
+  entry.count += count
+  selfByFunction.set(key, entry)
+}
+
+// Inclusive samples per function (a function on the stack twice counts once).
+const subtotal = new Map()
+const totalOf = (id) => {
+  if (subtotal.has(id)) return subtotal.get(id)
+  let sum = hits.get(id) ?? 0
+  for (const c of nodes.get(id).children ?? []) sum += totalOf(c)
+  subtotal.set(id, sum)
+  return sum
+}
+const inclusive = new Map()
+const rootNode = profile.nodes.find((n) => !parent.has(n.id))
+const walk = (id, onStack) => {
+  const node = nodes.get(id)
+  const key = keyOf(node.callFrame)
+  const first = !onStack.has(key)
+  if (first) {
+    const entry = inclusive.get(key) ?? { frame: node.callFrame, count: 0 }
+    entry.count += totalOf(id)
+    inclusive.set(key, entry)
+    onStack.add(key)
+  }
+  for (const c of node.children ?? []) walk(c, onStack)
+  if (first) onStack.delete(key)
+}
+walk(rootNode.id, new Set())
+
+// Hot source lines of gateway code (self samples by line, from positionTicks).
+const lines = new Map()
+for (const n of profile.nodes) {
+  if (!isGatewayCode(n.callFrame) || n.positionTicks === undefined) continue
+  for (const { line, ticks } of n.positionTicks) {
+    // The last mapping on the line: tsc emits one generated line per source line, near enough.
+    const where = locate(n.callFrame.url, line - 1, 100_000)
+    const entry = lines.get(where) ?? { where, fn: n.callFrame.functionName || "(anonymous)", count: 0 }
+    entry.count += ticks
+    lines.set(where, entry)
+  }
+}
+
+// ---- print -----------------------------------------------------------------------------------------
+
+const pct = (count) => `${((100 * count) / busySamples).toFixed(1).padStart(5)}%`
+const ms = (count) =>
+  `${(count * msPerSample).toFixed(0).padStart(7)} ms` +
+  (requests === undefined ? "" : ` ${((count * msPerSample * 1000) / requests).toFixed(1).padStart(6)} µs/req`)
+
+console.log(`profile: ${relative(process.cwd(), file)}`)
+console.log(
+  `  ${profile.samples.length} samples over ${((profile.endTime - profile.startTime) / 1e6).toFixed(1)} s, ` +
+    `${(busySamples * msPerSample / 1000).toFixed(1)} s busy (percentages below are of busy time)`
+)
+console.log(
+  requests === undefined
+    ? "  (no request count next to the profile: µs/req not shown)\n"
+    : `  ${requests} requests answered (${[meta.target, ...meta.scenarios].join(", ")}): ` +
+      `${((busySamples * msPerSample * 1000) / requests).toFixed(1)} µs busy per request, start-up included\n`
+)
+
+console.log("self time by area")
+for (const [area, count] of [...byArea].sort((a, b) => b[1] - a[1])) console.log(`  ${pct(count)} ${ms(count)}  ${area}`)
+
+console.log(`\ntop ${TOP} functions by self time${AREA === undefined ? "" : ` in areas matching "${AREA}"`}`)
+for (
+  const { frame, count } of [...selfByFunction.values()]
+    .filter((e) => AREA === undefined || areaOf(e.frame).includes(AREA))
+    .sort((a, b) => b.count - a.count)
+    .slice(0, TOP)
+) {
+  console.log(`  ${pct(count)} ${ms(count)}  [${areaOf(frame)}] ${describe(frame)}`)
+}
+
+console.log(`\ntop ${TOP} gateway functions by inclusive time (self + callees)`)
+for (
+  const { frame, count } of [...inclusive.values()]
+    .filter((e) => isGatewayCode(e.frame))
+    .sort((a, b) => b.count - a.count)
+    .slice(0, TOP)
+) {
+  console.log(`  ${pct(count)} ${ms(count)}  ${describe(frame)}`)
+}
+
+console.log(`\ntop ${TOP} lines of gateway code by self time`)
+for (const { where, fn, count } of [...lines.values()].sort((a, b) => b.count - a.count).slice(0, TOP)) {
+  console.log(`  ${pct(count)} ${ms(count)}  ${where}  (${fn || "(anonymous)"})`)
+}
