@@ -235,7 +235,14 @@ describe.skipIf(skipPg)("PostgreSQL", () => {
       const sql = yield* PgClient.PgClient
       const tables = yield* sql<{ table_name: string }>`SELECT table_name FROM information_schema.tables
         WHERE table_schema = ${pgSchema} ORDER BY table_name`
-      assert.deepStrictEqual(tables.map((t) => t.table_name), ["mg_api_keys", "mg_migrations", "mg_usage"])
+      assert.deepStrictEqual(tables.map((t) => t.table_name), [
+        "mg_api_keys",
+        "mg_endpoint_buckets",
+        "mg_endpoint_cooldowns",
+        "mg_migrations",
+        "mg_session_affinity",
+        "mg_usage"
+      ])
     }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(pgUrl) }))))
 
   it.live("closing the layer writes pending usage; keys and usage survive a restart", () =>
