@@ -64,14 +64,15 @@ const ModerationConfig = Schema.Union(
   })
 )
 
+const Panel = Schema.Array(Schema.String).pipe(Schema.minItems(1), Schema.maxItems(8))
+
 const FusionConfig = Schema.Struct({
-  panel: Schema.optional(Schema.Array(Schema.String).pipe(Schema.minItems(1), Schema.maxItems(8))),
-  presets: Schema.optional(
-    Schema.Record({
-      key: Schema.Literal("general-high", "general-budget", "general-fast"),
-      value: Schema.Array(Schema.String).pipe(Schema.minItems(1), Schema.maxItems(8))
-    })
-  )
+  panel: Schema.optional(Panel),
+  presets: Schema.optional(Schema.Struct({
+    "general-high": Schema.optional(Panel),
+    "general-budget": Schema.optional(Panel),
+    "general-fast": Schema.optional(Panel)
+  }))
 })
 
 const Timeouts = Schema.Struct({

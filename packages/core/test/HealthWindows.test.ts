@@ -178,7 +178,10 @@ describe("HealthWindows", () => {
   it("buckets round-trip through addBucket, and clearFrom empties recent buckets", () => {
     const source = recordAll(
       HealthWindows.empty(),
-      Array.from({ length: 500 }, (_, i) => attempt(T - i * 13_000, { ttfbMs: 50 + i, outcome: i % 7 === 0 ? "error" : "ok" }))
+      Array.from(
+        { length: 500 },
+        (_, i) => attempt(T - i * 13_000, { ttfbMs: 50 + i, outcome: i % 7 === 0 ? "error" : "ok" })
+      )
     )
     const target = HealthWindows.empty()
     for (const bucket of HealthWindows.buckets(source)) HealthWindows.addBucket(target, bucket)

@@ -18,7 +18,9 @@ interface Entry {
 }
 
 /** Builds an empty in-memory session affinity store. */
-export const make = (options: MemorySessionAffinityOptions = {}): Effect.Effect<SessionAffinity.SessionAffinityService> =>
+export const make = (
+  options: MemorySessionAffinityOptions = {}
+): Effect.Effect<SessionAffinity.SessionAffinityService> =>
   Effect.sync(() => {
     const capacity = Math.max(1, options.affinityCapacity ?? 100_000)
     // Ordered by the last `set`: the oldest entry is the one idle the longest.
@@ -27,7 +29,11 @@ export const make = (options: MemorySessionAffinityOptions = {}): Effect.Effect<
     const expired = (entry: Entry, now: number) => now - entry.updatedAt >= SessionAffinity.IDLE_TTL_MS
 
     const dropExpired = (now: number) => {
-      for (let oldest = entries.oldest(); oldest !== undefined && expired(oldest.value, now); oldest = entries.oldest()) {
+      for (
+        let oldest = entries.oldest();
+        oldest !== undefined && expired(oldest.value, now);
+        oldest = entries.oldest()
+      ) {
         entries.delete(oldest.key)
       }
     }

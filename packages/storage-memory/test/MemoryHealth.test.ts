@@ -1,7 +1,12 @@
 import { assert, describe, it } from "@effect/vitest"
-import { EndpointStats, SessionAffinity } from "@model-gateway/core"
+import { EndpointStats, HealthWindows, SessionAffinity } from "@model-gateway/core"
 import { Duration, Effect, Option, TestClock } from "effect"
-import { attemptRecord, endpointStatsContract, sessionAffinityContract, T } from "../../core/test/contract/HealthContract.js"
+import {
+  attemptRecord,
+  endpointStatsContract,
+  sessionAffinityContract,
+  T
+} from "../../core/test/contract/HealthContract.js"
 import { MemoryEndpointStats, MemorySessionAffinity, StorageMemory } from "../src/index.js"
 
 endpointStatsContract("memory", MemoryEndpointStats.layer(), { footprint: MemoryEndpointStats.footprint })
@@ -50,7 +55,10 @@ describe("MemoryEndpointStats", () => {
       assert.isDefined(yield* healthOf("a"))
       assert.isUndefined(yield* healthOf("b"))
       assert.isDefined(yield* healthOf("c"))
-      assert.deepStrictEqual(yield* MemoryEndpointStats.footprint, { endpoints: 2, windowBytes: 2 * 18_308 })
+      assert.deepStrictEqual(yield* MemoryEndpointStats.footprint, {
+        endpoints: 2,
+        windowBytes: 2 * HealthWindows.byteSize(HealthWindows.empty())
+      })
     }).pipe(Effect.provide(MemoryEndpointStats.layer({ healthMaxEndpoints: 2 }))))
 
   it.effect("takes its breaker settings from the options", () =>

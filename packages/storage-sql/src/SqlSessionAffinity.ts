@@ -81,14 +81,18 @@ export const make = (
       })
 
     const upsert = (batch: ReadonlyArray<readonly [string, Pending]>) =>
-      sql.withTransaction(Effect.forEach(chunks(batch), (chunk) =>
-        sql`INSERT INTO mg_session_affinity ${
-          sql.insert(chunk.map(([key, p]) => ({ session_key: key, endpoint_id: p.endpointId, updated_at: p.updatedAt })))
-        }
+      sql.withTransaction(
+        Effect.forEach(chunks(batch), (chunk) =>
+          sql`INSERT INTO mg_session_affinity ${
+            sql.insert(
+              chunk.map(([key, p]) => ({ session_key: key, endpoint_id: p.endpointId, updated_at: p.updatedAt }))
+            )
+          }
           ON CONFLICT (session_key) DO UPDATE SET
             endpoint_id = excluded.endpoint_id,
             updated_at = excluded.updated_at
-          WHERE mg_session_affinity.updated_at <= excluded.updated_at`, { discard: true }))
+          WHERE mg_session_affinity.updated_at <= excluded.updated_at`, { discard: true })
+      )
 
     // Uninterruptible, so that closing the layer never abandons a batch half-way.
     const flush = Effect.uninterruptible(Effect.suspend(() => {
@@ -112,9 +116,10 @@ export const make = (
       if (dropped === 0) return Effect.void
       const count = dropped
       dropped = 0
-      return Effect.logWarning("Session affinity: too many sessions waiting to be written; some were not remembered").pipe(
-        Effect.annotateLogs({ dropped: count, maxPending })
-      )
+      return Effect.logWarning("Session affinity: too many sessions waiting to be written; some were not remembered")
+        .pipe(
+          Effect.annotateLogs({ dropped: count, maxPending })
+        )
     })
 
     const prune = (now: number) =>

@@ -143,8 +143,10 @@ describe("SqlEndpointStats on SQLite", () => {
         }
         yield* Effect.sleep(Duration.millis(60))
       }
-      const sql = yield* Effect.map(Layer.build(SqliteClient.layer({ filename })), (ctx) =>
-        Context.get(ctx, SqlClient.SqlClient))
+      const sql = yield* Effect.map(
+        Layer.build(SqliteClient.layer({ filename })),
+        (ctx) => Context.get(ctx, SqlClient.SqlClient)
+      )
       yield* until(Effect.gen(function*() {
         const rows = yield* sql<{ idx: number; n: number }>`SELECT idx, SUM(n) AS n FROM mg_endpoint_buckets
           WHERE endpoint_id = ${endpointId} AND metric = 0 AND bucket_ms = 3600000 GROUP BY idx ORDER BY idx`
@@ -183,7 +185,10 @@ describe("SqlEndpointStats on SQLite", () => {
       const endpointId = `cooldown-${randomUUID()}`
       yield* TestClock.setTime(T)
       const build = (layer: Layer.Layer<EndpointStats.EndpointStats, unknown>) =>
-        Effect.map(Layer.build(layer), (ctx) => Context.get(ctx, EndpointStats.EndpointStats) as SqlEndpointStats.SqlEndpointStatsService)
+        Effect.map(
+          Layer.build(layer),
+          (ctx) => Context.get(ctx, EndpointStats.EndpointStats) as SqlEndpointStats.SqlEndpointStatsService
+        )
       const a = yield* build(shared(filename, slow))
       const b = yield* build(shared(filename, slow))
       yield* a.record(attemptRecord({ endpointId, at: T, outcome: "overloaded", ttfbMs: null, retryAfterMs: 120_000 }))

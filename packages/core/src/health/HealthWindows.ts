@@ -310,7 +310,8 @@ export const clearFrom = (windows: HealthWindows, bucketMs: number, from: number
 }
 
 // The first bucket number of a window of `windowMs` ending at `now`: buckets that end after now - windowMs.
-const firstBucket = (ring: Ring, now: number, windowMs: number) => Math.floor((now - windowMs) / ring.granularity.bucketMs)
+const firstBucket = (ring: Ring, now: number, windowMs: number) =>
+  Math.floor((now - windowMs) / ring.granularity.bucketMs)
 
 const sumCounts = (ring: Ring, now: number, windowMs: number): Array<number> => {
   const counts = [0, 0, 0, 0, 0]

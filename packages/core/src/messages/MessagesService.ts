@@ -343,7 +343,10 @@ export const make = (options: MessagesOptions = {}) =>
             const context = attempt.endpoint.contextLength
             if (compression && context !== undefined) {
               const budget = context - (needs.maxTokens ?? 0)
-              if (ContextCompression.estimateTokens({ system: out.system, messages: out.messages }) > budget) {
+              if (
+                ContextCompression.estimateTokens({ system: out.system, messages: out.messages, tools: out.tools }) >
+                  budget
+              ) {
                 const compressed = ContextCompression.middleOut(out, budget)
                 if (compressed === undefined) {
                   return yield* Effect.fail(
@@ -428,6 +431,15 @@ export const make = (options: MessagesOptions = {}) =>
             : { usage: addUsage(usage, run.extra.usage), cost: Cost.sumDecimals([own, run.extra.cost]) }
         }
 
+        /** The usage shown to the client: with fusion, the token counts summed with the analyses'. */
+        const shownUsage = (usage: Usage | JsonObject | undefined, sum: Cost.BilledUsage) =>
+          run.extra === undefined ? usage : Object.assign({}, usage, {
+            input_tokens: sum.input,
+            output_tokens: sum.output,
+            cache_read_input_tokens: sum.cacheRead,
+            cache_creation_input_tokens: sum.cacheWrite
+          })
+
         const metadata = () => ({ pipeline: steps })
 
         if (!run.stream) {
@@ -469,16 +481,7 @@ export const make = (options: MessagesOptions = {}) =>
               model: attempt.model.id,
               stop_details: message.stop_details ?? null,
               container: message.container ?? null,
-              usage: completeUsage(
-                run.extra === undefined ? message.usage : {
-                  ...message.usage,
-                  input_tokens: sum.usage.input,
-                  output_tokens: sum.usage.output,
-                  cache_read_input_tokens: sum.usage.cacheRead,
-                  cache_creation_input_tokens: sum.usage.cacheWrite
-                },
-                sum.cost
-              ),
+              usage: completeUsage(shownUsage(message.usage, sum.usage), sum.cost),
               context_management: message.context_management ?? null,
               provider: attempt.endpoint.provider,
               safeguard_results: message.safeguard_results ?? null
@@ -515,10 +518,11 @@ export const make = (options: MessagesOptions = {}) =>
             case "message_start": {
               const message = (event.message ?? {}) as JsonObject
               usage = { ...(message.usage as JsonObject | undefined) }
+              const sum = current()
               const out: JsonObject = Object.assign({}, message, {
                 model: modelId,
                 provider: attempt.endpoint.provider,
-                usage: completeUsage(usage, current().cost)
+                usage: completeUsage(shownUsage(usage, sum.usage), sum.cost)
               })
               if (context.metadata) out.service_metadata = metadata()
               return sseFrame({ ...event, message: out })
@@ -528,10 +532,18 @@ export const make = (options: MessagesOptions = {}) =>
               if (delta !== undefined) {
                 for (const [k, value] of Object.entries(delta)) if (value !== null) usage[k] = value
               }
-              return sseFrame({
-                ...event,
-                usage: { ...delta, output_tokens: num(usage.output_tokens), cost: Number(current().cost) }
-              })
+              const sum = current()
+              const shown: JsonObject = { ...delta, output_tokens: sum.usage.output, cost: Number(sum.cost) }
+              if (run.extra !== undefined) {
+                if (typeof delta?.input_tokens === "number") shown.input_tokens = sum.usage.input
+                if (typeof delta?.cache_read_input_tokens === "number") {
+                  shown.cache_read_input_tokens = sum.usage.cacheRead
+                }
+                if (typeof delta?.cache_creation_input_tokens === "number") {
+                  shown.cache_creation_input_tokens = sum.usage.cacheWrite
+                }
+              }
+              return sseFrame({ ...event, usage: shown })
             }
             case "message_stop":
               sawStop = true
@@ -609,10 +621,17 @@ export const make = (options: MessagesOptions = {}) =>
             summary: healed.repaired ? "repaired the JSON answer; it matches the schema" : "the JSON answer was valid"
           })
           if (!healed.repaired) return message
-          const rest = message.content.filter((b) => b.type !== "text")
+          // the healed text replaces the first text block, in its place (thinking blocks stay first)
+          const first = message.content.findIndex((b) => b.type === "text")
           return {
             ...message,
-            content: [{ type: "text", text: JSON.stringify(healed.value), citations: null }, ...rest]
+            content: message.content.flatMap((b, i) =>
+              i === first ?
+                [{ type: "text", text: JSON.stringify(healed.value), citations: null }] :
+                b.type === "text" ?
+                [] :
+                [b]
+            )
           }
         }),
         Effect.catchAll((e) => {
@@ -647,9 +666,24 @@ export const make = (options: MessagesOptions = {}) =>
           if (plugins[id] === undefined) continue
           if (Option.isNone(webSearch)) return yield* Effect.fail(WebSearch.notConfigured(id))
         }
-        if (plugins.web !== undefined && Option.isSome(webSearch)) {
-          const query = TaskClassifier.latestUserText(body.messages).slice(0, 400)
-          const results = yield* webSearch.value.search(query, { maxResults: 5 }).pipe(
+        let out = body
+        const compression = plugins["context-compression"]
+        if (compression?.engine !== undefined && !ContextCompression.engines.includes(compression.engine as never)) {
+          return yield* Effect.fail(
+            new GatewayError.InvalidRequest({
+              message: `context-compression: unknown engine '${compression.engine}' (known: ${
+                ContextCompression.engines.join(", ")
+              })`,
+              param: "plugins"
+            })
+          )
+        }
+        if (Option.isNone(webSearch)) return out
+        const search = webSearch.value
+        const userText = TaskClassifier.latestUserText(body.messages)
+        if (plugins.web !== undefined) {
+          const query = userText.slice(0, 400)
+          const results = yield* search.search(query, { maxResults: 5 }).pipe(
             Effect.catchAll((e) => {
               steps.push({ type: "plugin", name: "web", summary: `search failed: ${e.message}` })
               return Effect.succeed([] as ReadonlyArray<WebSearch.SearchResult>)
@@ -661,15 +695,30 @@ export const make = (options: MessagesOptions = {}) =>
               name: "web",
               summary: `${results.length} search result(s) added to the prompt`
             })
-            return appendSystem(
-              body,
+            out = appendSystem(
+              out,
               `Web search results for "${query}":\n${
                 results.map((r, i) => `[${i + 1}] ${r.title} (${r.url})\n${r.snippet}`).join("\n\n")
               }`
             )
           }
         }
-        return body
+        if (plugins["web-fetch"] !== undefined) {
+          const urls = [...new Set(userText.match(/https?:\/\/[^\s<>"')\]]+/g) ?? [])].slice(0, 3)
+          const pages = yield* Effect.forEach(urls, (url) =>
+            search.fetch(url).pipe(
+              Effect.map((page) => [page]),
+              Effect.catchAll((e) => {
+                steps.push({ type: "plugin", name: "web-fetch", summary: `fetching ${url} failed: ${e.message}` })
+                return Effect.succeed([] as Array<WebSearch.FetchedPage>)
+              })
+            ), { concurrency: 3 })
+          for (const page of pages.flat()) {
+            steps.push({ type: "plugin", name: "web-fetch", summary: `fetched ${page.url} into the prompt` })
+            out = appendSystem(out, `Content of ${page.url} (${page.title}):\n${page.text.slice(0, 100_000)}`)
+          }
+        }
+        return out
       })
 
     /** Chooses the model when a router plugin (or the router slug) is in play. */
