@@ -338,6 +338,24 @@ describe("request errors", () => {
     expect(body.error.message).toMatch(/^fallbacks/)
   })
 
+  it("adds service_metadata for each metadata header, and not without one", async () => {
+    const body = { model: "anthro/claude", max_tokens: 5, messages: [{ role: "user", content: "x" }] }
+    for (const name of ["x-service-metadata", "x-service-experimental-metadata", "x-openrouter-metadata"]) {
+      const answer = await json(await post(h, body, { [name]: "enabled" }))
+      expect(answer.service_metadata.pipeline.length).toBeGreaterThan(0)
+    }
+    expect(await json(await post(h, body))).not.toHaveProperty("service_metadata")
+    expect(await json(await post(h, body, { "x-service-metadata": "disabled" }))).not.toHaveProperty("service_metadata")
+  })
+
+  it("limits the x-session-id header to 256 characters, like session_id", async () => {
+    const body = { model: "anthro/claude", max_tokens: 5, messages: [{ role: "user", content: "x" }] }
+    expect((await post(h, body, { "x-session-id": "s".repeat(256) })).status).toBe(200)
+    const over = await post(h, body, { "x-session-id": "s".repeat(257) })
+    expect(over.status).toBe(400)
+    expect((await json(over)).error.message).toMatch(/^x-session-id/)
+  })
+
   it("rejects malformed JSON and a wrong content type with 400", async () => {
     const malformed = await post(h, "{\"model\": ")
     expect(malformed.status).toBe(400)

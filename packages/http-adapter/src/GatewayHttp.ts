@@ -113,13 +113,22 @@ export const authenticate = (headers: Headers) =>
 const messages = (request: GatewayRequest, requestId: string) =>
   Effect.gen(function*() {
     const principal = yield* authenticate(request.headers)
+    const sessionId = header(request.headers, "x-session-id")
+    if (sessionId !== undefined && [...sessionId].length > 256) {
+      return yield* Effect.fail(
+        new GatewayError.InvalidRequest({
+          message: `x-session-id: must be at most 256 characters, got ${[...sessionId].length}`,
+          param: "x-session-id"
+        })
+      )
+    }
     const bytes = yield* request.body
     const body = yield* parseJsonBody(request, bytes)
     const service = yield* MessagesService.MessagesService
     const context: MessagesServiceModule.RequestContext = {
       requestId,
       principal,
-      sessionId: header(request.headers, "x-session-id"),
+      sessionId,
       bodyBytes: bytes.byteLength,
       metadata: wantsMetadata(request.headers),
       headers: {
