@@ -3,13 +3,17 @@
  * test moves forward), Retry-After, and session stickiness across two gateways sharing PostgreSQL.
  */
 import { Clock, Duration, Effect } from "effect"
+import { mkdtempSync, writeFileSync } from "node:fs"
 import { connect } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import type { FakeUpstream } from "../../../packages/provider-adapters/test/fakes/index.js"
 import { startFakeAnthropic, startFakeOpenAi } from "../../../packages/provider-adapters/test/fakes/index.js"
 import { decode } from "../src/Config.js"
 import type { RunningServer } from "../src/Gateway.js"
 import { startServer } from "../src/Gateway.js"
+import { listening, type Proc, run } from "./processes.js"
 
 const KEY = "mg-routing-key"
 
@@ -161,11 +165,11 @@ if (skipPg) {
   console.warn("PostgreSQL at 127.0.0.1:5432 is unreachable: skipping the stickiness test (CI is not \"true\")")
 }
 
-describe.skipIf(skipPg)("session stickiness across two gateways sharing PostgreSQL", () => {
+describe.skipIf(skipPg)("session stickiness across two gateway processes sharing PostgreSQL", () => {
   let anthropic: FakeUpstream
   let openai: FakeUpstream
-  let one: RunningServer
-  let two: RunningServer
+  const procs: Array<Proc> = []
+  const urls: Array<string> = []
   const schema = `mg_e2e_${Math.random().toString(36).slice(2, 10)}`
 
   /** The fakes report a cache read only when the same conversation reaches them a second time. */
@@ -184,29 +188,55 @@ describe.skipIf(skipPg)("session stickiness across two gateways sharing PostgreS
     openai = await startFakeOpenAi()
     caching(anthropic)
     caching(openai)
-    const storage = `${pgUrl}?schema=${schema}`
-    one = await startServer(config(anthropic, openai, storage), { host: "127.0.0.1", port: 0 })
-    two = await startServer(config(anthropic, openai, storage), { host: "127.0.0.1", port: 0 })
+    const dir = mkdtempSync(join(tmpdir(), "mg-sticky-"))
+    const path = join(dir, "gateway.config.json")
+    const file = {
+      server: { port: 0 },
+      storage: `${pgUrl}?schema=${schema}`,
+      providers: {
+        anthro: { kind: "anthropic", baseUrl: anthropic.url, apiKey: "sk-a" },
+        acme: { kind: "openai", baseUrl: openai.url, apiKey: "sk-o" }
+      },
+      models: {
+        "even/model": {
+          endpoints: [
+            { provider: "anthro", upstreamModel: "even-a", pricing: { prompt: "0.000002", completion: "0.000002" } },
+            { provider: "acme", upstreamModel: "even-b", pricing: { prompt: "0.000002", completion: "0.000002" } }
+          ]
+        }
+      },
+      keys: [{ key: KEY, management: true }]
+    }
+    writeFileSync(path, JSON.stringify(file))
+    // one process first, so that the schema's migrations are not raced
+    for (let i = 0; i < 2; i++) {
+      const proc = run({ GATEWAY_CONFIG: path }, dir)
+      procs.push(proc)
+      urls.push(await listening(proc))
+    }
   })
   afterAll(async () => {
-    await Promise.all([one?.close(1000), two?.close(1000)])
+    for (const proc of procs) proc.child.kill("SIGTERM")
+    await Promise.all(procs.map((p) => p.exited))
     await Promise.all([anthropic?.close(), openai?.close()])
   })
 
-  it("routes every request of a session to the same endpoint from either gateway, hitting its prompt cache", async () => {
+  it("routes every request of a session to the same endpoint from either process, hitting its prompt cache", async () => {
+    const [one, two] = urls
     const providers = new Set<string>()
     for (let s = 0; s < 16; s++) {
       const session = `session-${s}-${schema}`
       const conversation = { model: "even/model", messages: [{ role: "user", content: `conversation ${session}` }] }
-      const first = await ask(one.url, { ...conversation, session_id: session })
-      const second = await ask(two.url, { ...conversation, session_id: session })
-      const third = await ask(one.url, conversation, { "x-session-id": session })
+      const first = await ask(one, { ...conversation, session_id: session })
+      const second = await ask(two, { ...conversation, session_id: session })
+      const third = await ask(one, conversation, { "x-session-id": session })
+      const fourth = await ask(two, { ...conversation, session_id: session }, { "x-session-id": "another" })
       expect(first.status).toBe(200)
-      expect(second.body.provider).toBe(first.body.provider)
-      expect(third.body.provider).toBe(first.body.provider)
+      for (const later of [second, third, fourth]) {
+        expect(later.body.provider).toBe(first.body.provider)
+        expect(later.body.usage.cache_read_input_tokens).toBe(500)
+      }
       expect(first.body.usage.cache_read_input_tokens).toBe(0)
-      expect(second.body.usage.cache_read_input_tokens).toBe(500)
-      expect(third.body.usage.cache_read_input_tokens).toBe(500)
       providers.add(first.body.provider)
     }
     expect([...providers].sort()).toEqual(["acme", "anthro"])

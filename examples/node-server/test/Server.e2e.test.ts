@@ -2,50 +2,14 @@
  * The example server as a real process (`node examples/node-server/dist/main.js`, built by `npm test`'s
  * typecheck step): configuration errors, the zero-config start, and graceful shutdown on SIGTERM.
  */
-import { type ChildProcess, spawn } from "node:child_process"
 import { existsSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { FakeUpstream } from "../../../packages/provider-adapters/test/fakes/index.js"
 import { startFakeAnthropic } from "../../../packages/provider-adapters/test/fakes/index.js"
 import { readEvents } from "./harness.js"
-
-const MAIN = fileURLToPath(new URL("../dist/main.js", import.meta.url))
-
-interface Proc {
-  readonly child: ChildProcess
-  output: string
-  readonly exited: Promise<number | null>
-}
-
-const run = (env: Record<string, string>, cwd: string): Proc => {
-  const child = spawn(process.execPath, [MAIN], {
-    cwd,
-    env: { PATH: process.env.PATH ?? "", ...env },
-    stdio: ["ignore", "pipe", "pipe"]
-  })
-  const proc: Proc = {
-    child,
-    output: "",
-    exited: new Promise((resolve) => child.on("exit", (code) => resolve(code)))
-  }
-  child.stdout!.on("data", (d) => (proc.output += d))
-  child.stderr!.on("data", (d) => (proc.output += d))
-  return proc
-}
-
-const listening = async (proc: Proc): Promise<string> => {
-  const deadline = Date.now() + 15_000
-  while (Date.now() < deadline) {
-    const match = /listening on (http:\/\/[\d.:]+)/.exec(proc.output)
-    if (match) return match[1]
-    if (proc.child.exitCode !== null) throw new Error(`server exited: ${proc.output}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
-  throw new Error(`server did not start: ${proc.output}`)
-}
+import { listening, MAIN, run } from "./processes.js"
 
 let upstream: FakeUpstream
 let dir: string

@@ -1,0 +1,38 @@
+/** Runs the example server as a real process (`examples/node-server/dist/main.js`, built by `npm test`). */
+import { type ChildProcess, spawn } from "node:child_process"
+import { fileURLToPath } from "node:url"
+
+export const MAIN = fileURLToPath(new URL("../dist/main.js", import.meta.url))
+
+export interface Proc {
+  readonly child: ChildProcess
+  output: string
+  readonly exited: Promise<number | null>
+}
+
+export const run = (env: Record<string, string>, cwd: string): Proc => {
+  const child = spawn(process.execPath, [MAIN], {
+    cwd,
+    env: { PATH: process.env.PATH ?? "", ...env },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  const proc: Proc = {
+    child,
+    output: "",
+    exited: new Promise((resolve) => child.on("exit", (code) => resolve(code)))
+  }
+  child.stdout!.on("data", (d) => (proc.output += d))
+  child.stderr!.on("data", (d) => (proc.output += d))
+  return proc
+}
+
+export const listening = async (proc: Proc): Promise<string> => {
+  const deadline = Date.now() + 15_000
+  while (Date.now() < deadline) {
+    const match = /listening on (http:\/\/[\d.:]+)/.exec(proc.output)
+    if (match) return match[1]
+    if (proc.child.exitCode !== null) throw new Error(`server exited: ${proc.output}`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  throw new Error(`server did not start: ${proc.output}`)
+}
