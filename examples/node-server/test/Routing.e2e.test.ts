@@ -4,10 +4,10 @@
  */
 import { Clock, Duration, Effect } from "effect"
 import { mkdtempSync, writeFileSync } from "node:fs"
-import { connect } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
+import { pgUrl, skipPostgres } from "../../../packages/core/test/contract/Postgres.js"
 import type { FakeUpstream } from "../../../packages/provider-adapters/test/fakes/index.js"
 import { startFakeAnthropic, startFakeOpenAi } from "../../../packages/provider-adapters/test/fakes/index.js"
 import { decode } from "../src/Config.js"
@@ -149,21 +149,7 @@ describe("provider preferences and health", () => {
   })
 })
 
-const pgUrl = "postgres://postgres@127.0.0.1:5432/test"
-const pgUp = await new Promise<boolean>((resolve) => {
-  const socket = connect({ host: "127.0.0.1", port: 5432 })
-  const done = (ok: boolean) => {
-    socket.destroy()
-    resolve(ok)
-  }
-  socket.setTimeout(2000, () => done(false))
-  socket.once("connect", () => done(true))
-  socket.once("error", () => done(false))
-})
-const skipPg = process.env.CI !== "true" && !pgUp
-if (skipPg) {
-  console.warn("PostgreSQL at 127.0.0.1:5432 is unreachable: skipping the stickiness test (CI is not \"true\")")
-}
+const skipPg = skipPostgres("the stickiness test")
 
 describe.skipIf(skipPg)("session stickiness across two gateway processes sharing PostgreSQL", () => {
   let anthropic: FakeUpstream

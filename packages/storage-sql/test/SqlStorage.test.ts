@@ -6,36 +6,13 @@ import { Keys, UsageLog } from "@model-gateway/core"
 import { Duration, Effect, Exit, Layer, Option, Redacted } from "effect"
 import { randomUUID } from "node:crypto"
 import { existsSync, mkdtempSync, rmSync } from "node:fs"
-import { connect } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { pgUp, pgUrl, skipPostgres } from "../../core/test/contract/Postgres.js"
 import { storageContract, usageRecord } from "../../core/test/contract/StorageContract.js"
 import { SqlStorage } from "../src/index.js"
 
-const pgUrl = process.env.MG_TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
-const isCI = process.env.CI === "true"
-
-const reachable = (host: string, port: number, timeoutMs: number) =>
-  new Promise<boolean>((resolve) => {
-    const socket = connect({ host, port })
-    const done = (ok: boolean) => {
-      socket.destroy()
-      resolve(ok)
-    }
-    socket.setTimeout(timeoutMs, () => done(false))
-    socket.once("connect", () => done(true))
-    socket.once("error", () => done(false))
-  })
-
-const pgTarget = new URL(pgUrl)
-const pgUp = await reachable(pgTarget.hostname, Number(pgTarget.port || 5432), 2000)
-// Under CI the PostgreSQL suites always run (and fail when the server is down).
-const skipPg = !isCI && !pgUp
-if (skipPg) {
-  console.warn(
-    `PostgreSQL at ${pgTarget.host} is unreachable: skipping the PostgreSQL storage tests (CI is not "true")`
-  )
-}
+const skipPg = skipPostgres("the PostgreSQL storage tests")
 
 const tempDir = mkdtempSync(join(tmpdir(), "mg-storage-sql-"))
 const pgSchema = `mg_test_${randomUUID().replaceAll("-", "")}`
