@@ -142,18 +142,24 @@ const messages = (request: GatewayRequest, requestId: string) =>
       }
     }
     const outcome = yield* service.create(context, body)
-    const headers = { "request-id": requestId }
-    return outcome._tag === "Json"
+    // Literals rather than `{ ...JSON_HEADERS, ...headers }`: a spread object given new keys is slow on V8 11 (Node 20).
+    const response: GatewayResponse = outcome._tag === "Json"
       ? {
         status: 200,
-        headers: { ...JSON_HEADERS, ...headers },
+        headers: { "content-type": JSON_HEADERS["content-type"], "request-id": requestId },
         body: { _tag: "Text", text: JSON.stringify(outcome.body) }
       } satisfies GatewayResponse
       : {
         status: 200,
-        headers: { ...SSE_HEADERS, ...headers },
+        headers: {
+          "content-type": SSE_HEADERS["content-type"],
+          "cache-control": SSE_HEADERS["cache-control"],
+          "x-accel-buffering": SSE_HEADERS["x-accel-buffering"],
+          "request-id": requestId
+        },
         body: { _tag: "Stream", stream: outcome.frames }
       } satisfies GatewayResponse
+    return response
   }).pipe(
     Effect.catchAll((error) => Effect.succeed(ErrorResponses.messages(error, requestId)))
   )

@@ -2,8 +2,10 @@
  * In-process `EndpointStats` adapter: per endpoint, fixed-size `HealthWindows` and a
  * `CircuitBreaker`. Recording is a few counter increments. `snapshot` is cheap: each endpoint's
  * percentiles and uptime are computed when first asked for and reused for `healthCacheTtl`
- * (1 s by default); the recent outage and the breaker are always current. Time comes from the
- * attempts and from Effect's `Clock`.
+ * (1 s by default); the recent outage and the breaker are always current. The health answered is
+ * itself reused until an attempt is recorded, the statistics expire, the 30-second outage window
+ * moves on to the next bucket or a cooldown ends. Time comes from the attempts and from Effect's
+ * `Clock`.
  */
 import { CircuitBreaker, EndpointStats, HealthWindows } from "@model-gateway/core"
 import { Clock, Duration, Effect, Layer } from "effect"
@@ -35,6 +37,10 @@ interface Entry {
   lastAt: number
   cachedAt: number
   cached: HealthWindows.Statistics | undefined
+  /** The health last answered, valid from `healthFrom` until `healthUntil` (exclusive) unless something is recorded. */
+  health: EndpointStats.EndpointHealth | undefined
+  healthFrom: number
+  healthUntil: number
 }
 
 /** Builds an empty in-memory endpoint statistics store. */
@@ -66,7 +72,10 @@ export const make = (options: MemoryEndpointStatsOptions = {}): Effect.Effect<Me
           breaker: CircuitBreaker.closed,
           lastAt: -Infinity,
           cachedAt: 0,
-          cached: undefined
+          cached: undefined,
+          health: undefined,
+          healthFrom: 0,
+          healthUntil: 0
         }
         entries.set(endpointId, entry)
       }
@@ -74,16 +83,22 @@ export const make = (options: MemoryEndpointStatsOptions = {}): Effect.Effect<Me
     }
 
     const healthOf = (entry: Entry, now: number): EndpointStats.EndpointHealth => {
+      if (entry.health !== undefined && now >= entry.healthFrom && now < entry.healthUntil) return entry.health
       if (entry.cached === undefined || !(now >= entry.cachedAt && now - entry.cachedAt < cacheTtl)) {
         entry.cached = HealthWindows.statistics(entry.windows, now)
         entry.cachedAt = now
       }
-      return HealthWindows.combine(entry.cached, entry.windows, now, entry.breaker)
+      const health = HealthWindows.combine(entry.cached, entry.windows, now, entry.breaker)
+      entry.health = health
+      entry.healthFrom = now
+      entry.healthUntil = Math.min(entry.cachedAt + cacheTtl, HealthWindows.combinedUntil(health, now))
+      return health
     }
 
     const record = (attempt: EndpointStats.AttemptRecord): Effect.Effect<void> =>
       Effect.sync(() => {
         const entry = entryOf(attempt.endpointId)
+        entry.health = undefined
         HealthWindows.record(entry.windows, attempt)
         entry.breaker = CircuitBreaker.record(entry.breaker, attempt, breakerOptions)
         if (attempt.at > entry.lastAt) entry.lastAt = attempt.at

@@ -1,10 +1,16 @@
 /**
  * In-process `Keys` adapter: a Map from key hash to principal. Only the SHA-256 hash of a key is
  * kept; for tests, examples and single-process embedding.
+ *
+ * Looking a key up by its hash is safe against timing attacks: the Map compares SHA-256 digests,
+ * and how long a comparison of digests takes says nothing an attacker can use about the secret
+ * (a matching prefix of digests is no step towards a matching secret). A constant-time comparison
+ * of the raw secret is impossible here by design, since the secret is not stored; the
+ * `timingSafeEqual` of the digest bytes after a hit is a cheap second check, not the protection.
  */
 import { Keys } from "@model-gateway/core"
 import { Effect, Layer, Option } from "effect"
-import { hashSecret, keyIdOf, sameHash } from "./internal/keyHash.js"
+import { digestOf, hashSecret, keyIdOf, sameDigest } from "./internal/keyHash.js"
 
 export interface MemoryKeysOptions {
   /** Keys provisioned when the layer is built. */
@@ -12,8 +18,10 @@ export interface MemoryKeysOptions {
 }
 
 interface Stored {
-  readonly hash: string
+  readonly digest: Buffer
   readonly principal: Keys.Principal
+  /** `Option.some(principal)`, made once. */
+  readonly found: Option.Option<Keys.Principal>
 }
 
 const toPrincipal = (hash: string, key: Keys.ProvisionKey): Keys.Principal => ({
@@ -32,7 +40,7 @@ export const make: Effect.Effect<Keys.KeysService> = Effect.sync(() => {
     Effect.sync(() => {
       const hash = hashSecret(key.secret)
       const principal = toPrincipal(hash, key)
-      byHash.set(hash, { hash, principal })
+      byHash.set(hash, { digest: digestOf(hash), principal, found: Option.some(principal) })
       return principal
     })
 
@@ -41,7 +49,7 @@ export const make: Effect.Effect<Keys.KeysService> = Effect.sync(() => {
       Effect.sync(() => {
         const hash = hashSecret(secret)
         const stored = byHash.get(hash)
-        return stored !== undefined && sameHash(stored.hash, hash) ? Option.some(stored.principal) : Option.none()
+        return stored !== undefined && sameDigest(stored.digest, hash) ? stored.found : Option.none()
       }),
     provision,
     revoke: (keyId) =>

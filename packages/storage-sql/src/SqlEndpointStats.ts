@@ -61,6 +61,10 @@ interface Entry {
   lastAt: number
   cachedAt: number
   cached: HealthWindows.Statistics | undefined
+  /** The health last answered, valid from `healthFrom` until `healthUntil` (exclusive) while the entry is unchanged. */
+  health: EndpointStats.EndpointHealth | undefined
+  healthFrom: number
+  healthUntil: number
 }
 
 interface BucketRow {
@@ -157,7 +161,10 @@ export const make = (
       sharedUntil: -Infinity,
       lastAt: -Infinity,
       cachedAt: 0,
-      cached: undefined
+      cached: undefined,
+      health: undefined,
+      healthFrom: 0,
+      healthUntil: 0
     })
 
     const entryOf = (endpointId: string): Entry => {
@@ -274,12 +281,14 @@ export const make = (
           }
         }
         entry.cached = undefined
+        entry.health = undefined
       }
       for (const row of cooldowns) {
         const until = Number(row.cooling_until)
         const entry = entryOf(row.endpoint_id)
         if (until > entry.sharedUntil) {
           entry.breaker = CircuitBreaker.hold(entry.breaker, until)
+          entry.health = undefined
           entry.sharedUntil = until
         }
       }
@@ -379,16 +388,22 @@ export const make = (
     )
 
     const healthOf = (entry: Entry, now: number): EndpointStats.EndpointHealth => {
+      if (entry.health !== undefined && now >= entry.healthFrom && now < entry.healthUntil) return entry.health
       if (entry.cached === undefined || !(now >= entry.cachedAt && now - entry.cachedAt < cacheTtl)) {
         entry.cached = HealthWindows.statistics(entry.view, now)
         entry.cachedAt = now
       }
-      return HealthWindows.combine(entry.cached, entry.view, now, entry.breaker)
+      const health = HealthWindows.combine(entry.cached, entry.view, now, entry.breaker)
+      entry.health = health
+      entry.healthFrom = now
+      entry.healthUntil = Math.min(entry.cachedAt + cacheTtl, HealthWindows.combinedUntil(health, now))
+      return health
     }
 
     const record = (attempt: EndpointStats.AttemptRecord): Effect.Effect<void> =>
       Effect.sync(() => {
         const entry = entryOf(attempt.endpointId)
+        entry.health = undefined
         HealthWindows.record(entry.view, attempt)
         if (entry.pending === undefined) entry.pending = HealthWindows.empty()
         HealthWindows.record(entry.pending, attempt)

@@ -29,11 +29,6 @@ const add = (a: Decimal, b: Decimal): Decimal => {
   return { units: align(a, scale) + align(b, scale), scale }
 }
 
-const times = (a: Decimal, n: number): Decimal => ({
-  units: a.units * BigInt(Math.max(0, Math.trunc(n))),
-  scale: a.scale
-})
-
 /** Formats without exponent and without trailing zeros: "0.000123", "12", "0". */
 export const formatDecimal = (d: Decimal): string => {
   if (d.scale === 0) return d.units.toString()
@@ -59,14 +54,53 @@ export interface BilledUsage {
   readonly images?: number
 }
 
+/** An endpoint's prices parsed and scaled to one common number of decimals, so a cost is a few BigInt products. */
+interface ParsedPricing {
+  readonly scale: number
+  readonly prompt: bigint
+  readonly completion: bigint
+  readonly cacheRead: bigint
+  readonly cacheWrite: bigint
+  readonly image: bigint
+  readonly request: bigint
+}
+
+const parsePricing = (pricing: Pricing): ParsedPricing => {
+  const prompt = parseDecimal(pricing.prompt)
+  const completion = parseDecimal(pricing.completion)
+  const cacheRead = pricing.inputCacheRead ? parseDecimal(pricing.inputCacheRead) : prompt
+  const cacheWrite = pricing.inputCacheWrite ? parseDecimal(pricing.inputCacheWrite) : prompt
+  const image = parseDecimal(pricing.image)
+  const request = parseDecimal(pricing.request)
+  const scale = Math.max(prompt.scale, completion.scale, cacheRead.scale, cacheWrite.scale, image.scale, request.scale)
+  return {
+    scale,
+    prompt: align(prompt, scale),
+    completion: align(completion, scale),
+    cacheRead: align(cacheRead, scale),
+    cacheWrite: align(cacheWrite, scale),
+    image: align(image, scale),
+    request: align(request, scale)
+  }
+}
+
+// Catalogue snapshots are immutable: each endpoint's prices are parsed once, not on every request.
+const parsed = new WeakMap<Pricing, ParsedPricing>()
+
+const count = (n: number): bigint => BigInt(Math.max(0, Math.trunc(n)))
+
 /** The USD cost of one answered request as an exact decimal string. */
 export const cost = (pricing: Pricing, usage: BilledUsage): string => {
-  const prompt = parseDecimal(pricing.prompt)
-  let total = times(prompt, usage.input)
-  total = add(total, times(parseDecimal(pricing.completion), usage.output))
-  total = add(total, times(pricing.inputCacheRead ? parseDecimal(pricing.inputCacheRead) : prompt, usage.cacheRead))
-  total = add(total, times(pricing.inputCacheWrite ? parseDecimal(pricing.inputCacheWrite) : prompt, usage.cacheWrite))
-  total = add(total, times(parseDecimal(pricing.image), usage.images ?? 0))
-  total = add(total, parseDecimal(pricing.request))
-  return formatDecimal(total)
+  let p = parsed.get(pricing)
+  if (p === undefined) {
+    p = parsePricing(pricing)
+    parsed.set(pricing, p)
+  }
+  const units = p.prompt * count(usage.input) +
+    p.completion * count(usage.output) +
+    p.cacheRead * count(usage.cacheRead) +
+    p.cacheWrite * count(usage.cacheWrite) +
+    p.image * count(usage.images ?? 0) +
+    p.request
+  return formatDecimal({ units, scale: p.scale })
 }

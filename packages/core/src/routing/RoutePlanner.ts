@@ -450,6 +450,67 @@ const withNote = (why: string, c: Candidate) => (c.note === undefined ? why : `$
 
 const step = (name: string, summary: string): PipelineStep => ({ type: "routing", name, summary })
 
+/** Why the weighted choice picked `chosen` among `count` stable endpoints, with its probability when it has one. */
+const weightedChoice = (chosen: Candidate, count: number, p: number | undefined, session: Session | undefined) =>
+  `weighted random choice by inverse square price among ${count} stable endpoint${count === 1 ? "" : "s"} (${
+    perMillion(chosen.price)
+  }${p === undefined ? "" : `, p=${Number(p.toPrecision(3))}`}${
+    session === undefined ? "" : ", derived from the session key"
+  })`
+
+/** No provider preferences: what `resolve` makes of an absent `provider`. */
+const NO_PREFERENCES = resolve(undefined)
+
+/**
+ * `plan` for the common case of a request for one model with a single endpoint and no provider preferences (every
+ * request to a model that one provider serves): the same attempts and steps as the general path, without its
+ * grouping, tiers and sorting. Undefined when that endpoint cannot serve the request, so that the general path
+ * reports why.
+ */
+const planOne = (request: RouteRequest, model: Model, context: RouteContext): RoutePlan | undefined => {
+  const endpoint = model.endpoints[0]
+  if (capability(endpoint, request.requirements) !== undefined) return undefined
+  const session = context.session
+  const health = context.health?.get(endpoint.id)
+  const { note, tier } = tierOf(health, NO_PREFERENCES, context.now)
+  const c: Candidate = {
+    model,
+    role: "requested model",
+    endpoint,
+    price: promptAndCompletion(endpoint),
+    health,
+    tier,
+    note
+  }
+  const steps: Array<PipelineStep> = []
+  let why: string
+  if (c.tier >= 2) {
+    steps.push(step("health", `${label(c)}: ${c.note}`))
+    why = withNote(`fallback by price, ${perMillion(c.price)}`, c)
+  } else {
+    const weight = weightOf(c.price)
+    // The general path draws once for a stable endpoint with a weight; a caller's source advances the same way.
+    if (weight !== 0 && session === undefined && context.random !== undefined) context.random()
+    const how = weightedChoice(c, 1, weight > 0 ? 1 : undefined, session)
+    steps.push(step("weighted", `${label(c)}: ${how}`))
+    why = withNote(how, c)
+  }
+  const sticky = session?.endpointId
+  if (sticky !== undefined) {
+    if (sticky !== endpoint.id) {
+      steps.push(step("sticky", `session endpoint ${sticky} is not eligible for this request`))
+    } else if (!healthy(c)) {
+      steps.push(step("sticky", `session endpoint ${label(c)} not applied: it is not healthy`))
+    } else {
+      why = withNote("sticky session endpoint", c)
+      steps.push(step("sticky", `${label(c)} first: it served this session last`))
+    }
+  }
+  const reason = `${c.role} ${label(c)}: ${why}`
+  steps.push(step("plan", `1. ${reason}`))
+  return { attempts: [{ model, endpoint, reason }], steps }
+}
+
 /**
  * Plans the attempts for a request. See the module documentation for the rules; `context` carries health, the
  * session and the random source (all optional). Fails with `NotFound` when the requested model is unknown or has no
@@ -463,6 +524,13 @@ export const plan = (
   const primary = snapshot.models.get(request.model)
   if (primary === undefined || primary.endpoints.length === 0) {
     return Either.left(new NotFound({ message: `Model '${request.model}' is not available on this gateway` }))
+  }
+  if (
+    primary.endpoints.length === 1 && request.provider == null && (request.models ?? []).length === 0 &&
+    (request.fallbacks ?? []).length === 0
+  ) {
+    const single = planOne(request, primary, context)
+    if (single !== undefined) return Either.right(single)
   }
   const steps: Array<PipelineStep> = []
   const seen = new Set<string>([primary.id])
@@ -557,10 +625,7 @@ export const plan = (
         for (let i = 1; i < keys.length; i++) if (keys[i] < keys[best]) best = i
         const total = weights.reduce((a, b) => a + b, 0)
         const chosen = sorted[best]
-        const odds = total > 0 ? `, p=${Number((weights[best] / total).toPrecision(3))}` : ""
-        const how = `weighted random choice by inverse square price among ${sorted.length} stable endpoint${
-          sorted.length === 1 ? "" : "s"
-        } (${perMillion(chosen.price)}${odds}${session === undefined ? "" : ", derived from the session key"})`
+        const how = weightedChoice(chosen, sorted.length, total > 0 ? weights[best] / total : undefined, session)
         steps.push(step("weighted", `${label(chosen)}: ${how}`))
         ranked.push({ candidate: chosen, why: withNote(how, chosen) })
         sorted.splice(best, 1)

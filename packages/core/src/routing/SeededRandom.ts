@@ -32,9 +32,16 @@ export const hash = (value: string): readonly [number, number, number, number] =
   return [h1 >>> 0, h2 >>> 0, h3 >>> 0, h4 >>> 0]
 }
 
-/** sfc32 seeded with the cyrb128 hash of `seed` (a number is used through its decimal string). */
+/**
+ * sfc32 seeded with the cyrb128 hash of `seed` (a number is used through its decimal string). The hash is taken on
+ * the first draw, so a source that is never drawn from (a plan with a session, or without a stable endpoint) costs
+ * next to nothing.
+ */
 export const make = (seed: string | number): Random => {
-  let [a, b, c, d] = hash(String(seed))
+  let a = 0
+  let b = 0
+  let c = 0
+  let d = 0
   const next = (): number => {
     a |= 0
     b |= 0
@@ -48,9 +55,16 @@ export const make = (seed: string | number): Random => {
     c = (c + t) | 0
     return (t >>> 0) / 4294967296
   }
-  // the first outputs of sfc32 are poorly mixed
-  for (let i = 0; i < 12; i++) next()
-  return next
+  let seeded = false
+  return () => {
+    if (!seeded) {
+      seeded = true
+      ;[a, b, c, d] = hash(String(seed))
+      // the first outputs of sfc32 are poorly mixed
+      for (let i = 0; i < 12; i++) next()
+    }
+    return next()
+  }
 }
 
 /** One uniform number in [0, 1) for a key: the first output of `make(key)`. */

@@ -5,7 +5,8 @@
  */
 import type { Wire } from "@model-gateway/core"
 import { Upstream } from "@model-gateway/core"
-import { Effect, Stream } from "effect"
+import { Effect } from "effect"
+import type { Stream } from "effect"
 import type { Timeouts } from "../internal/Transport.js"
 import { makeTransport, postEventStream, postJson } from "../internal/Transport.js"
 
@@ -44,6 +45,14 @@ const streamError = (data: Wire.JsonObject): Upstream.UpstreamError => {
   return new Upstream.UpstreamError({ kind, message: error?.message ?? "upstream stream error", errorType: type })
 }
 
+/**
+ * The body with `stream` set: `{ ...body, stream }`, built with Object.assign because a spread object given a key it
+ * lacked is slow on V8 11 (Node 20). Object.assign would set the prototype for an own `__proto__` key (JSON.parse
+ * makes one), where the spread copies it: such a body takes the spread.
+ */
+const withStream = (body: Wire.JsonObject, stream: boolean): Wire.JsonObject =>
+  Object.hasOwn(body, "__proto__") ? { ...body, stream } : Object.assign({}, body, { stream })
+
 /** An Upstream for one Anthropic-protocol provider. */
 export const make = (options: AnthropicOptions): Upstream.UpstreamService => {
   const transport = makeTransport(options.timeouts)
@@ -54,11 +63,12 @@ export const make = (options: AnthropicOptions): Upstream.UpstreamService => {
     ...options.headers
   }
   if (options.apiKey !== undefined) baseHeaders["x-api-key"] = options.apiKey
+  const streamHeaders: Record<string, string> = { ...baseHeaders, accept: "text/event-stream" }
+  // Object.assign, not `{ ...base }` plus new keys: objects built by spread and then given keys are slow on V8 11.
   const headersFor = (call: Upstream.MessagesCall, stream: boolean): Record<string, string> => {
-    const headers = { ...baseHeaders }
+    const headers: Record<string, string> = Object.assign({}, stream ? streamHeaders : baseHeaders)
     headers["anthropic-version"] = call.headers.anthropicVersion ?? options.defaultVersion ?? "2023-06-01"
     if (call.headers.anthropicBeta !== undefined) headers["anthropic-beta"] = call.headers.anthropicBeta
-    if (stream) headers.accept = "text/event-stream"
     return headers
   }
 
@@ -66,7 +76,7 @@ export const make = (options: AnthropicOptions): Upstream.UpstreamService => {
     postJson(transport, {
       url,
       headers: headersFor(call, false),
-      body: JSON.stringify({ ...call.body, stream: false }),
+      body: JSON.stringify(withStream(call.body, false)),
       stream: false,
       describeError
     }).pipe(
@@ -80,35 +90,34 @@ export const make = (options: AnthropicOptions): Upstream.UpstreamService => {
       })
     )
 
+  // Events are decoded as each network read arrives, with no Effect per event (see Transport.postEventStream).
   const streamMessage = (call: Upstream.MessagesCall): Stream.Stream<Wire.StreamEvent, Upstream.UpstreamError> => {
     let stopped = false
     return postEventStream(transport, {
       url,
       headers: headersFor(call, true),
-      body: JSON.stringify({ ...call.body, stream: true }),
+      body: JSON.stringify(withStream(call.body, true)),
       stream: true,
       describeError
-    }).pipe(
-      Stream.mapEffect((message) => {
+    }, {
+      event: (message, out: Array<Wire.StreamEvent>) => {
         let data: Wire.JsonObject
         try {
           data = JSON.parse(message.data) as Wire.JsonObject
         } catch {
-          return Effect.fail(
-            new Upstream.UpstreamError({ kind: "transport", message: "upstream sent a malformed stream event" })
-          )
+          throw new Upstream.UpstreamError({ kind: "transport", message: "upstream sent a malformed stream event" })
         }
-        if ((message.event ?? data.type) === "error") return Effect.fail(streamError(data))
+        if ((message.event ?? data.type) === "error") throw streamError(data)
         if (typeof data.type !== "string") data.type = message.event ?? "message"
         if (data.type === "message_stop") stopped = true
-        return Effect.succeed(data as Wire.StreamEvent)
-      }),
-      Stream.concat(Stream.suspend(() =>
-        stopped ? Stream.empty : Stream.fail(
-          new Upstream.UpstreamError({ kind: "transport", message: "upstream stream ended before message_stop" })
-        )
-      ))
-    )
+        out.push(data as Wire.StreamEvent)
+      },
+      end: () => {
+        if (!stopped) {
+          throw new Upstream.UpstreamError({ kind: "transport", message: "upstream stream ended before message_stop" })
+        }
+      }
+    })
   }
 
   return { createMessage, streamMessage }

@@ -1,11 +1,18 @@
 /**
  * The lean HTTP edge to upstreams: `undici` with one pooled Agent per provider, explicit timeouts,
- * and an AbortSignal tied to Effect interruption so that a client disconnect aborts the upstream.
+ * and interruption tied to the request so that a client disconnect aborts the upstream.
+ *
+ * Requests go to the Agent's `dispatch` with a small handler of our own, inside `Effect.async`:
+ * no AbortController, promise, URL parse or body `Readable` per call. The handler collects a JSON
+ * answer's chunks and parses them once; a stream's events are parsed as each network read arrives
+ * and handed on as one `Chunk` per read, so the Effect `Stream` machinery runs per read, not per
+ * event. The canceler (interruption, or the end of the stream's scope before the body was read to
+ * its end) aborts the request; a body read to its end is not aborted.
  */
 import { Upstream } from "@model-gateway/core"
-import { Effect, Stream } from "effect"
-import { createParser, type EventSourceMessage } from "eventsource-parser"
-import { Agent, errors as UndiciErrors, request } from "undici"
+import { Chunk, Effect, Option, Stream } from "effect"
+import { createParser, type EventSourceMessage, type EventSourceParser } from "eventsource-parser"
+import { Agent, errors as UndiciErrors, util as UndiciUtil } from "undici"
 import type { Dispatcher } from "undici"
 
 /** Time limits of one provider; all in milliseconds. */
@@ -105,21 +112,64 @@ export interface HttpCall {
   readonly describeError: (body: unknown, text: string) => { message: string; type?: string | undefined }
 }
 
-type Response = Dispatcher.ResponseData
+/** An upstream URL split as undici's dispatcher takes it. */
+interface Target {
+  readonly origin: string
+  readonly path: string
+}
 
-const send = (transport: Transport, call: HttpCall, signal: AbortSignal): Promise<Response> =>
-  request(call.url, {
+// Adapters call one or two fixed URLs: each is split once (as undici's `request(url)` would on every call).
+const targets = new Map<string, Target>()
+
+const targetOf = (url: string): Target => {
+  let target = targets.get(url)
+  if (target === undefined) {
+    const parsed = new URL(url)
+    if (!/^https?:/.test(parsed.origin || parsed.protocol)) {
+      throw new UndiciErrors.InvalidArgumentError("Invalid URL protocol: the URL must start with `http:` or `https:`.")
+    }
+    target = { origin: parsed.origin, path: parsed.search ? `${parsed.pathname}${parsed.search}` : parsed.pathname }
+    if (targets.size >= 1_000) targets.clear()
+    targets.set(url, target)
+  }
+  return target
+}
+
+/** Sends the call to the transport's Agent with `handler`; a call that cannot be sent fails through the handler. */
+const dispatch = (transport: Transport, call: HttpCall, handler: Dispatcher.DispatchHandler): void => {
+  let target: Target
+  try {
+    target = targetOf(call.url)
+  } catch (error) {
+    handler.onError!(error as Error)
+    return
+  }
+  transport.agent.dispatch({
+    origin: target.origin,
+    path: target.path,
     method: "POST",
-    dispatcher: transport.agent,
     headers: call.headers,
     body: call.body,
-    signal,
     headersTimeout: call.stream ? transport.timeouts.firstByteMs : transport.timeouts.requestMs,
     bodyTimeout: call.stream ? transport.timeouts.idleMs : transport.timeouts.requestMs
-  })
+  }, handler)
+}
 
-const failFromResponse = async (call: HttpCall, response: Response): Promise<never> => {
-  const text = await response.body.text().catch(() => "")
+/** A body's text as undici's `body.text()` reads it: UTF-8, without a byte order mark. */
+const textOf = (chunks: ReadonlyArray<Buffer>, length: number): string => {
+  if (chunks.length === 0 || length === 0) return ""
+  const buffer = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, length)
+  const start = buffer.length > 2 && buffer[0] === 0xef && buffer[1] === 0xbb && buffer[2] === 0xbf ? 3 : 0
+  return buffer.toString("utf8", start)
+}
+
+/** The failure for an HTTP error answer (status 300 and above), from its body text and headers. */
+const errorFromResponse = (
+  call: HttpCall,
+  status: number,
+  rawHeaders: Array<Buffer> | undefined,
+  text: string
+): Upstream.UpstreamError => {
   let parsed: unknown = undefined
   try {
     parsed = JSON.parse(text)
@@ -127,64 +177,300 @@ const failFromResponse = async (call: HttpCall, response: Response): Promise<nev
     // not JSON: the text itself is the message
   }
   const described = call.describeError(parsed, text)
-  throw classifyStatus(
-    response.statusCode,
+  return classifyStatus(
+    status,
     described.message,
     described.type,
-    parseRetryAfter(response.headers as Record<string, string | Array<string> | undefined>)
+    parseRetryAfter(rawHeaders === undefined ? {} : UndiciUtil.parseHeaders(rawHeaders))
   )
+}
+
+const aborted = () => new UndiciErrors.RequestAbortedError()
+
+/** Collects one JSON answer (undici's legacy handler interface, the one its own `request` implements). */
+class JsonHandler {
+  private abort: ((reason?: Error) => void) | undefined = undefined
+  private done = false
+  private status = 0
+  private rawHeaders: Array<Buffer> | undefined = undefined
+  private chunks: Array<Buffer> = []
+  private length = 0
+
+  constructor(
+    private readonly call: HttpCall,
+    private readonly resume: (effect: Effect.Effect<unknown, Upstream.UpstreamError>) => void
+  ) {}
+
+  onConnect(abort: (reason?: Error) => void): void {
+    if (this.done) abort(aborted())
+    else this.abort = abort
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Array<Buffer>): boolean {
+    if (statusCode >= 200) {
+      this.status = statusCode
+      this.rawHeaders = rawHeaders
+    }
+    return true
+  }
+
+  onData(chunk: Buffer): boolean {
+    this.chunks.push(chunk)
+    this.length += chunk.length
+    return true
+  }
+
+  onComplete(): void {
+    if (this.done) return
+    this.done = true
+    const text = textOf(this.chunks, this.length)
+    this.chunks = []
+    if (this.status >= 300) {
+      return this.resume(Effect.fail(errorFromResponse(this.call, this.status, this.rawHeaders, text)))
+    }
+    let json: unknown
+    try {
+      json = JSON.parse(text)
+    } catch {
+      return this.resume(Effect.fail(
+        new Upstream.UpstreamError({
+          kind: "transport",
+          status: this.status,
+          message: "upstream answered with a body that is not JSON"
+        })
+      ))
+    }
+    this.resume(Effect.succeed(json))
+  }
+
+  onError(error: Error): void {
+    if (this.done) return
+    this.done = true
+    this.chunks = []
+    // An error answer whose body could not be read is still that error, with an empty text.
+    this.resume(Effect.fail(
+      this.status >= 300 ? errorFromResponse(this.call, this.status, this.rawHeaders, "") : classifyThrown(error)
+    ))
+  }
+
+  /** Interruption: aborts the request (at once, or as soon as it is connected). */
+  cancel(): void {
+    if (this.done) return
+    this.done = true
+    this.abort?.(aborted())
+  }
 }
 
 /** POSTs JSON and parses the JSON answer. Interruption aborts the request. */
 export const postJson = (transport: Transport, call: HttpCall): Effect.Effect<unknown, Upstream.UpstreamError> =>
-  Effect.tryPromise({
-    try: async (signal) => {
-      const response = await send(transport, call, signal)
-      if (response.statusCode >= 300) return failFromResponse(call, response)
-      const text = await response.body.text()
-      try {
-        return JSON.parse(text) as unknown
-      } catch {
-        throw new Upstream.UpstreamError({
-          kind: "transport",
-          status: response.statusCode,
-          message: "upstream answered with a body that is not JSON"
-        })
-      }
-    },
-    catch: classifyThrown
+  Effect.async((resume) => {
+    const handler = new JsonHandler(call, resume)
+    dispatch(transport, call, handler)
+    return Effect.sync(() => handler.cancel())
   })
 
 /**
- * POSTs JSON and yields the server-sent events of the answer as they arrive. Interrupting the stream
- * (or finishing it) aborts the request; no body is buffered beyond the current chunk.
+ * What a stream's adapter makes of its server-sent events, as they arrive. Throwing an `UpstreamError` fails the
+ * stream after the values decoded before it; anything else thrown is a defect.
  */
-export const postEventStream = (
+export interface EventDecoder<A> {
+  /** Decodes one event, appending to `out`; returns true to end the stream there (the rest is not read). */
+  readonly event: (message: EventSourceMessage, out: Array<A>) => boolean | void
+  /** The body has ended (and no event ended the stream): appends the last values, or throws. */
+  readonly end: (out: Array<A>) => void
+}
+
+const passThrough: EventDecoder<EventSourceMessage> = {
+  event: (message, out) => {
+    out.push(message)
+  },
+  end: () => {}
+}
+
+type Pull<A> = Effect.Effect<Chunk.Chunk<A>, Option.Option<Upstream.UpstreamError>>
+
+/** One streamed answer: decodes each network read's events at once, and hands them to the puller as one chunk. */
+class EventStreamHandler<A> {
+  private abort: ((reason?: Error) => void) | undefined = undefined
+  /** The request is over: its body was read to the end, it failed, or it was aborted. */
+  private finished = false
+  private closed = false
+  private status = 0
+  private rawHeaders: Array<Buffer> | undefined = undefined
+  private errorChunks: Array<Buffer> = []
+  private errorLength = 0
+  private resumeSocket: (() => void) | undefined = undefined
+  private paused = false
+  private readonly parser: EventSourceParser
+  private readonly decoder = new TextDecoder()
+  /** Decoded values not yet pulled. */
+  private out: Array<A> = []
+  /** Delivered after `out`: the end of the stream, its failure, or a defect. */
+  private ended = false
+  private failure: Upstream.UpstreamError | undefined = undefined
+  private defect: unknown = undefined
+  private waiter: ((effect: Pull<A>) => void) | undefined = undefined
+
+  constructor(private readonly call: HttpCall, private readonly decode: EventDecoder<A>) {
+    this.parser = createParser({ onEvent: (message) => this.onEvent(message) })
+  }
+
+  private get stopped(): boolean {
+    return this.ended || this.failure !== undefined || this.defect !== undefined
+  }
+
+  private fail(error: unknown): void {
+    if (error instanceof Upstream.UpstreamError) this.failure = error
+    else this.defect = error
+  }
+
+  private onEvent(message: EventSourceMessage): void {
+    if (this.stopped) return
+    try {
+      if (this.decode.event(message, this.out) === true) this.ended = true
+    } catch (error) {
+      this.fail(error)
+    }
+  }
+
+  private take(): Pull<A> | undefined {
+    if (this.out.length > 0) {
+      const values = Chunk.unsafeFromArray(this.out)
+      this.out = []
+      if (this.paused) {
+        this.paused = false
+        this.resumeSocket?.()
+      }
+      return Effect.succeed(values)
+    }
+    if (this.failure !== undefined) return Effect.fail(Option.some(this.failure))
+    if (this.defect !== undefined) return Effect.die(this.defect)
+    if (this.ended) return Effect.fail(Option.none())
+    return undefined
+  }
+
+  private deliver(): void {
+    const waiter = this.waiter
+    if (waiter === undefined) return
+    const ready = this.take()
+    if (ready === undefined) return
+    this.waiter = undefined
+    waiter(ready)
+  }
+
+  /** The next values: those decoded since the last pull, or those of the next network read. */
+  readonly pull: Pull<A> = Effect.suspend(() =>
+    this.take() ?? Effect.async<Chunk.Chunk<A>, Option.Option<Upstream.UpstreamError>>((resume) => {
+      this.waiter = resume
+      return Effect.sync(() => {
+        this.waiter = undefined
+      })
+    })
+  )
+
+  onConnect(abort: (reason?: Error) => void): void {
+    if (this.closed) abort(aborted())
+    else this.abort = abort
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Array<Buffer>, resume: () => void): boolean {
+    if (statusCode >= 200) {
+      this.status = statusCode
+      this.rawHeaders = rawHeaders
+      this.resumeSocket = resume
+    }
+    return true
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (this.status >= 300) {
+      this.errorChunks.push(chunk)
+      this.errorLength += chunk.length
+      return true
+    }
+    if (this.stopped) return true
+    this.parser.feed(this.decoder.decode(chunk, { stream: true }))
+    this.deliver()
+    // Values nobody has pulled yet: hold the socket until they are (back-pressure from the client).
+    if (this.out.length > 0 && this.waiter === undefined) this.paused = true
+    return !this.paused
+  }
+
+  onComplete(): void {
+    if (this.finished) return
+    this.finished = true
+    if (this.status >= 300) {
+      this.failure = errorFromResponse(
+        this.call,
+        this.status,
+        this.rawHeaders,
+        textOf(this.errorChunks, this.errorLength)
+      )
+      this.errorChunks = []
+    } else if (!this.stopped) {
+      this.parser.feed(this.decoder.decode())
+      if (!this.stopped) {
+        try {
+          this.decode.end(this.out)
+          this.ended = true
+        } catch (error) {
+          this.fail(error)
+        }
+      }
+    }
+    this.deliver()
+  }
+
+  onError(error: Error): void {
+    if (this.finished) return
+    this.finished = true
+    if (this.status >= 300) {
+      this.failure = errorFromResponse(this.call, this.status, this.rawHeaders, "")
+      this.errorChunks = []
+    } else if (!this.stopped) {
+      this.failure = classifyThrown(error)
+    }
+    this.deliver()
+  }
+
+  /** The stream's scope closed: aborts the request unless its body was read to the end. */
+  close(): void {
+    this.closed = true
+    this.waiter = undefined
+    if (this.finished) return
+    this.finished = true
+    this.abort?.(aborted())
+  }
+}
+
+/**
+ * POSTs JSON and yields the server-sent events of the answer as they arrive, decoded by `decoder` (by default the
+ * events themselves), one chunk per network read. Interrupting the stream, or ending it before the body has ended,
+ * aborts the request; values are buffered only until the next pull, and the socket waits while they are.
+ */
+export function postEventStream(
   transport: Transport,
   call: HttpCall
-): Stream.Stream<EventSourceMessage, Upstream.UpstreamError> =>
-  Stream.unwrapScoped(Effect.gen(function*() {
-    const controller = new AbortController()
-    yield* Effect.addFinalizer(() => Effect.sync(() => controller.abort()))
-    const response = yield* Effect.tryPromise({
-      try: async () => {
-        const response = await send(transport, call, controller.signal)
-        if (response.statusCode >= 300) return failFromResponse(call, response)
-        return response
-      },
-      catch: classifyThrown
-    })
-    return Stream.fromAsyncIterable(events(response.body), classifyThrown)
-  }))
-
-async function* events(body: AsyncIterable<Uint8Array | string>): AsyncGenerator<EventSourceMessage> {
-  const pending: Array<EventSourceMessage> = []
-  const parser = createParser({ onEvent: (event) => pending.push(event) })
-  const decoder = new TextDecoder()
-  for await (const chunk of body) {
-    parser.feed(typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true }))
-    while (pending.length > 0) yield pending.shift()!
-  }
-  parser.feed(decoder.decode())
-  while (pending.length > 0) yield pending.shift()!
+): Stream.Stream<EventSourceMessage, Upstream.UpstreamError>
+export function postEventStream<A>(
+  transport: Transport,
+  call: HttpCall,
+  decoder: EventDecoder<A>
+): Stream.Stream<A, Upstream.UpstreamError>
+export function postEventStream<A>(
+  transport: Transport,
+  call: HttpCall,
+  decoder?: EventDecoder<A>
+): Stream.Stream<A | EventSourceMessage, Upstream.UpstreamError> {
+  return Stream.unwrapScoped(Effect.map(
+    Effect.acquireRelease(
+      Effect.sync(() => {
+        const handler = new EventStreamHandler(call, (decoder ?? passThrough) as EventDecoder<A | EventSourceMessage>)
+        dispatch(transport, call, handler)
+        return handler
+      }),
+      (handler) => Effect.sync(() => handler.close())
+    ),
+    (handler) => Stream.repeatEffectChunkOption(handler.pull)
+  ))
 }

@@ -26,6 +26,15 @@ const describeError = (body: unknown, text: string) => {
   }
 }
 
+/** Appends a translation's events, or throws its failure (which fails the stream). */
+const append = (
+  result: Either.Either<ReadonlyArray<Wire.StreamEvent>, Upstream.UpstreamError>,
+  out: Array<Wire.StreamEvent>
+): void => {
+  if (Either.isLeft(result)) throw result.left
+  for (const event of result.right) out.push(event)
+}
+
 /** An Upstream for one OpenAI-compatible provider. */
 export const make = (options: OpenAiOptions): Upstream.UpstreamService => {
   const transport = makeTransport(options.timeouts)
@@ -60,10 +69,10 @@ export const make = (options: OpenAiOptions): Upstream.UpstreamService => {
         )
     )
 
+  // Chunks are translated as each network read arrives, with no Effect per chunk (see Transport.postEventStream).
   const streamMessage = (call: Upstream.MessagesCall): Stream.Stream<Wire.StreamEvent, Upstream.UpstreamError> =>
     Stream.unwrap(Effect.map(translate(call, true), (body) => {
       const translator = OpenAiTranslate.makeStreamTranslator(call.endpoint.upstreamModel)
-      let done = false
       const malformed = new Upstream.UpstreamError({ kind: "transport", message: "upstream sent a malformed chunk" })
       return postEventStream(transport, {
         url,
@@ -71,28 +80,23 @@ export const make = (options: OpenAiOptions): Upstream.UpstreamService => {
         body: JSON.stringify(body),
         stream: true,
         describeError
-      }).pipe(
-        Stream.takeUntil((message) => message.data === "[DONE]"),
-        Stream.mapEffect((message): Either.Either<ReadonlyArray<Wire.StreamEvent>, Upstream.UpstreamError> => {
+      }, {
+        event: (message, out: Array<Wire.StreamEvent>) => {
+          // `[DONE]` ends the stream: nothing after it is read.
           if (message.data === "[DONE]") {
-            done = true
-            return translator.end()
+            append(translator.end(), out)
+            return true
           }
           let chunk: Wire.JsonObject
           try {
             chunk = JSON.parse(message.data) as Wire.JsonObject
           } catch {
-            return Either.left(malformed)
+            throw malformed
           }
-          return translator.push(chunk)
-        }),
-        Stream.flattenIterables,
-        Stream.concat(Stream.suspend(() => {
-          if (done) return Stream.empty
-          done = true
-          return Stream.flattenIterables(Stream.fromEffect(translator.end()))
-        }))
-      )
+          append(translator.push(chunk), out)
+        },
+        end: (out) => append(translator.end(), out)
+      })
     }))
 
   return { createMessage, streamMessage }
