@@ -3,8 +3,8 @@
  * buffer. Recording is a synchronous append, so it never waits on anything.
  */
 import { UsageLog } from "@model-gateway/core"
+import { RingBuffer } from "@model-gateway/core"
 import { Effect, Layer } from "effect"
-import { RingBuffer } from "./internal/RingBuffer.js"
 
 export interface MemoryUsageLogOptions {
   /** How many of the most recent records to keep (default 100,000). */
@@ -17,7 +17,7 @@ const defaultLimit = 100
 /** Builds an empty in-memory usage log. */
 export const make = (options: MemoryUsageLogOptions = {}): Effect.Effect<UsageLog.UsageLogService> =>
   Effect.sync(() => {
-    const records = new RingBuffer<UsageLog.UsageRecord>(Math.max(1, options.capacity ?? defaultCapacity))
+    const records = new RingBuffer.RingBuffer<UsageLog.UsageRecord>(Math.max(1, options.capacity ?? defaultCapacity))
     return UsageLog.UsageLog.of({
       record: (record) =>
         Effect.sync(() => {

@@ -6,9 +6,9 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { UsageLog } from "@model-gateway/core"
+import { RingBuffer } from "@model-gateway/core"
 import type { Scope } from "effect"
 import { Deferred, Duration, Effect, Fiber, Layer, Schedule } from "effect"
-import { RingBuffer } from "./internal/RingBuffer.js"
 
 export interface SqlUsageLogOptions {
   /** Most records waiting to be written before the oldest are dropped (default 100,000). */
@@ -125,7 +125,7 @@ export const make = (
 
     // Records are numbered in arrival order. Every record numbered below `doneBelow()` has been
     // written (or given up on), which is what `flush` waits for.
-    const buffer = new RingBuffer<Pending>(capacity)
+    const buffer = new RingBuffer.RingBuffer<Pending>(capacity)
     let nextSeq = 1
     let inFlightFrom = 0
     let dropped = 0
