@@ -461,6 +461,30 @@ const weightedChoice = (chosen: Candidate, count: number, p: number | undefined,
 /** No provider preferences: what `resolve` makes of an absent `provider`. */
 const NO_PREFERENCES = resolve(undefined)
 
+/** The texts of the commonest plan: a single endpoint, stable and meeting the preferences, no session endpoint. */
+interface Explanation {
+  readonly model: Model
+  readonly weighted: string
+  readonly reason: string
+  readonly plan: string
+}
+
+// Those texts depend only on the endpoint (and its model) and on whether the request has a session: made once each.
+const explanations = new WeakMap<Endpoint, Explanation>()
+const sessionExplanations = new WeakMap<Endpoint, Explanation>()
+
+const explanationOf = (c: Candidate, weight: number, session: Session | undefined): Explanation => {
+  const cache = session === undefined ? explanations : sessionExplanations
+  let e = cache.get(c.endpoint)
+  if (e === undefined || e.model !== c.model) {
+    const how = weightedChoice(c, 1, weight > 0 ? 1 : undefined, session)
+    const reason = `${c.role} ${label(c)}: ${how}`
+    e = { model: c.model, weighted: `${label(c)}: ${how}`, reason, plan: `1. ${reason}` }
+    cache.set(c.endpoint, e)
+  }
+  return e
+}
+
 /**
  * `plan` for the common case of a request for one model with a single endpoint and no provider preferences (every
  * request to a model that one provider serves): the same attempts and steps as the general path, without its
@@ -491,6 +515,13 @@ const planOne = (request: RouteRequest, model: Model, context: RouteContext): Ro
     const weight = weightOf(c.price)
     // The general path draws once for a stable endpoint with a weight; a caller's source advances the same way.
     if (weight !== 0 && session === undefined && context.random !== undefined) context.random()
+    if (c.tier === 0 && session?.endpointId === undefined) {
+      const e = explanationOf(c, weight, session)
+      return {
+        attempts: [{ model, endpoint, reason: e.reason }],
+        steps: [step("weighted", e.weighted), step("plan", e.plan)]
+      }
+    }
     const how = weightedChoice(c, 1, weight > 0 ? 1 : undefined, session)
     steps.push(step("weighted", `${label(c)}: ${how}`))
     why = withNote(how, c)
