@@ -9,10 +9,10 @@ import { Effect } from "effect"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import type { FakeUpstream } from "../../../packages/provider-adapters/test/fakes/index.js"
 import { startFakeAnthropic, startFakeOpenAi } from "../../../packages/provider-adapters/test/fakes/index.js"
+import { pdfBase64 } from "../../../packages/provider-adapters/test/fakes/Pdf.js"
 import { decode } from "../src/Config.js"
 import type { RunningServer } from "../src/Gateway.js"
 import { startServer } from "../src/Gateway.js"
-import { pdfBase64 } from "./pdf.js"
 
 const KEY = "mg-plugins-test-key"
 const METADATA = { "x-service-metadata": "enabled" }

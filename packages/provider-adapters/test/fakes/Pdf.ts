@@ -1,4 +1,4 @@
-/** Builds small valid PDFs with known text, for the file-parser plugin's end-to-end tests. */
+/** Builds small valid PDFs with known text, for the PDF parser and file-parser plugin tests. */
 
 const escapePdf = (text: string) => text.replace(/[\\()]/g, "\\$&")
 
