@@ -7,6 +7,9 @@
 //
 // The `completeUsage` case is the shape of MessagesService's `completeUsage` (9 new keys on the
 // upstream's usage object); `assign` builds the same object, same key order, with Object.assign.
+// The `planner requirements` cases are the `requirements` MessagesService.execute gives RoutePlanner.plan
+// (`{ ...needs, documents, parameters, estimatedPromptTokens }`: 2 new keys), and the `message_delta` cases the
+// usage of a stream's `message_delta` frame (`{ ...delta, output_tokens, cost }`: 1 new key).
 const N = 300_000
 const text = JSON.stringify({ input_tokens: 12, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 24 })
 const num = (v) => (typeof v === "number" && Number.isFinite(v) ? v : 0)
@@ -25,6 +28,10 @@ const fields = (u) => ({
   cost_details: u.cost_details ?? null,
   is_byok: false
 })
+
+// MessagesService's `requirements(request, body)` result, and the parameters the planner is given beside it.
+const requirementsOf = (u) => ({ tools: false, images: false, documents: false, maxTokens: u.output_tokens })
+const PARAMETERS = ["max_tokens"]
 
 const cases = {
   "JSON.parse only (baseline)": (u) => u,
@@ -49,7 +56,24 @@ const cases = {
     is_byok: false
   }),
   "completeUsage with Object.assign": (u) => Object.assign({}, u, fields(u)),
-  "{ 9 new keys, ...u } (literal first)": (u) => ({ a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7, h: 8, i: 9, ...u })
+  "{ 9 new keys, ...u } (literal first)": (u) => ({ a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7, h: 8, i: 9, ...u }),
+  "planner requirements as written ({ ...needs, 2 new })": (u) => {
+    const needs = requirementsOf(u)
+    return { ...needs, documents: needs.documents, parameters: PARAMETERS, estimatedPromptTokens: u.input_tokens }
+  },
+  "planner requirements as a literal": (u) => {
+    const needs = requirementsOf(u)
+    return {
+      tools: needs.tools,
+      images: needs.images,
+      documents: needs.documents,
+      maxTokens: needs.maxTokens,
+      parameters: PARAMETERS,
+      estimatedPromptTokens: u.input_tokens
+    }
+  },
+  "message_delta usage as written ({ ...delta, cost })": (u) => ({ ...u, output_tokens: 24, cost: 0.000396 }),
+  "message_delta usage with Object.assign": (u) => Object.assign({}, u, { output_tokens: 24, cost: 0.000396 })
 }
 
 // Both completeUsage variants must produce the same JSON.
@@ -68,6 +92,6 @@ for (const [name, f] of Object.entries(cases)) {
     const used = process.cpuUsage(before)
     if (round > 0) best = Math.min(best, ((used.user + used.system) * 1000) / N)
   }
-  console.log(`  ${name.padEnd(44)} ${String(Math.round(best)).padStart(6)} ns`)
+  console.log(`  ${name.padEnd(54)} ${String(Math.round(best)).padStart(6)} ns`)
 }
 if (sink === 0) console.log("(unreachable: keeps the results alive)")

@@ -110,56 +110,73 @@ export const authenticate = (headers: Headers) =>
         : Effect.fail(new GatewayError.Unauthenticated({ message: "Invalid API key" })))
   })
 
+/** The use case's context for a request: who asked, and what the headers say. */
+const contextOf = (
+  request: GatewayRequest,
+  requestId: string,
+  principal: Keys.Principal,
+  sessionId: string | undefined,
+  bytes: Uint8Array
+): MessagesServiceModule.RequestContext => ({
+  requestId,
+  principal,
+  sessionId,
+  bodyBytes: bytes.byteLength,
+  metadata: wantsMetadata(request.headers),
+  headers: {
+    anthropicVersion: header(request.headers, "anthropic-version"),
+    anthropicBeta: header(request.headers, "anthropic-beta")
+  },
+  app: {
+    referer: header(request.headers, "http-referer") ?? header(request.headers, "referer"),
+    title: header(request.headers, "x-openrouter-title") ?? header(request.headers, "x-title"),
+    categories: header(request.headers, "x-openrouter-categories")
+  }
+})
+
+// Literals rather than `{ ...JSON_HEADERS, ...headers }`: a spread object given new keys is slow on V8 11 (Node 20).
+const responseOf = (outcome: MessagesServiceModule.MessagesOutcome, requestId: string): GatewayResponse =>
+  outcome._tag === "Json"
+    ? {
+      status: 200,
+      headers: { "content-type": JSON_HEADERS["content-type"], "request-id": requestId },
+      body: { _tag: "Text", text: JSON.stringify(outcome.body) }
+    }
+    : {
+      status: 200,
+      headers: {
+        "content-type": SSE_HEADERS["content-type"],
+        "cache-control": SSE_HEADERS["cache-control"],
+        "x-accel-buffering": SSE_HEADERS["x-accel-buffering"],
+        "request-id": requestId
+      },
+      body: { _tag: "Stream", stream: outcome.frames }
+    }
+
+const create = (context: MessagesServiceModule.RequestContext, body: unknown) =>
+  Effect.flatMap(
+    MessagesService.MessagesService,
+    (service) => Effect.map(service.create(context, body), (outcome) => responseOf(outcome, context.requestId))
+  )
+
+// Key, session id, body, use case, in that order. A chain of flatMaps rather than `Effect.gen`, whose generator and
+// adapter cost a few µs per request on this path.
 const messages = (request: GatewayRequest, requestId: string) =>
-  Effect.gen(function*() {
-    const principal = yield* authenticate(request.headers)
+  Effect.flatMap(authenticate(request.headers), (principal) => {
     const sessionId = header(request.headers, "x-session-id")
     if (sessionId !== undefined && [...sessionId].length > 256) {
-      return yield* Effect.fail(
+      return Effect.fail(
         new GatewayError.InvalidRequest({
           message: `x-session-id: must be at most 256 characters, got ${[...sessionId].length}`,
           param: "x-session-id"
         })
       )
     }
-    const bytes = yield* request.body
-    const body = yield* parseJsonBody(request, bytes)
-    const service = yield* MessagesService.MessagesService
-    const context: MessagesServiceModule.RequestContext = {
-      requestId,
-      principal,
-      sessionId,
-      bodyBytes: bytes.byteLength,
-      metadata: wantsMetadata(request.headers),
-      headers: {
-        anthropicVersion: header(request.headers, "anthropic-version"),
-        anthropicBeta: header(request.headers, "anthropic-beta")
-      },
-      app: {
-        referer: header(request.headers, "http-referer") ?? header(request.headers, "referer"),
-        title: header(request.headers, "x-openrouter-title") ?? header(request.headers, "x-title"),
-        categories: header(request.headers, "x-openrouter-categories")
-      }
-    }
-    const outcome = yield* service.create(context, body)
-    // Literals rather than `{ ...JSON_HEADERS, ...headers }`: a spread object given new keys is slow on V8 11 (Node 20).
-    const response: GatewayResponse = outcome._tag === "Json"
-      ? {
-        status: 200,
-        headers: { "content-type": JSON_HEADERS["content-type"], "request-id": requestId },
-        body: { _tag: "Text", text: JSON.stringify(outcome.body) }
-      } satisfies GatewayResponse
-      : {
-        status: 200,
-        headers: {
-          "content-type": SSE_HEADERS["content-type"],
-          "cache-control": SSE_HEADERS["cache-control"],
-          "x-accel-buffering": SSE_HEADERS["x-accel-buffering"],
-          "request-id": requestId
-        },
-        body: { _tag: "Stream", stream: outcome.frames }
-      } satisfies GatewayResponse
-    return response
+    return Effect.flatMap(request.body, (bytes) =>
+      Effect.flatMap(
+        parseJsonBody(request, bytes),
+        (body) => create(contextOf(request, requestId, principal, sessionId, bytes), body)
+      ))
   }).pipe(
     Effect.catchAll((error) => Effect.succeed(ErrorResponses.messages(error, requestId)))
   )

@@ -279,12 +279,13 @@ export const make = (options: MessagesOptions = {}) =>
       readonly extra?: { readonly usage: Cost.BilledUsage; readonly cost: string } | undefined
       /** False for fusion analyses: recorded once, with the final answer. */
       readonly recordUsage: boolean
+      /** The catalogue as the request saw it when it started. */
+      readonly snapshot: CatalogueSnapshot
     }
 
     const execute = (run: Run) =>
       Effect.gen(function*() {
-        const { body, context, plugins, request, steps } = run
-        const snapshot = yield* catalogue.snapshot
+        const { body, context, plugins, request, snapshot, steps } = run
         const model = snapshot.models.get(run.modelId)
         const fileParser = plugins["file-parser"] !== undefined && Option.isSome(parser)
         const compression = plugins["context-compression"] !== undefined
@@ -305,7 +306,9 @@ export const make = (options: MessagesOptions = {}) =>
             fallbacks: request.fallbacks,
             provider: RoutePlanner.effectivePreferences(request.provider, request.route),
             requirements: {
-              ...needs,
+              tools: needs.tools,
+              images: needs.images,
+              maxTokens: needs.maxTokens,
               documents: needs.documents && !fileParser,
               parameters: RoutePlanner.usedParameters(body),
               estimatedPromptTokens: compression ? undefined : estimate
@@ -325,48 +328,51 @@ export const make = (options: MessagesOptions = {}) =>
         const forward = forwardBody(body)
 
         let parsedDocuments: JsonObject | undefined
+        const transforms = fileParser || compression
         const bodyFor = (attempt: Attempt): Effect.Effect<JsonObject, UpstreamError> =>
-          Effect.gen(function*() {
-            let out: JsonObject = { ...forward, model: attempt.endpoint.upstreamModel }
-            if (fileParser && needs.documents && !(attempt.endpoint.inputModalities?.includes("file") ?? true)) {
-              if (parsedDocuments === undefined) {
-                parsedDocuments = yield* DocumentParser.replaceDocuments(forward, (b64) =>
-                  (parser as Option.Some<DocumentParser.DocumentParserService>).value.pdfToText(b64)).pipe(
-                    Effect.mapError((e) =>
-                      new UpstreamError({ kind: "unsupported", message: `file-parser: ${e.message}` })
+          !transforms ?
+            Effect.succeed(Object.assign({}, forward, { model: attempt.endpoint.upstreamModel })) :
+            Effect.gen(function*() {
+              let out: JsonObject = { ...forward, model: attempt.endpoint.upstreamModel }
+              if (fileParser && needs.documents && !(attempt.endpoint.inputModalities?.includes("file") ?? true)) {
+                if (parsedDocuments === undefined) {
+                  parsedDocuments = yield* DocumentParser.replaceDocuments(forward, (b64) =>
+                    (parser as Option.Some<DocumentParser.DocumentParserService>).value.pdfToText(b64)).pipe(
+                      Effect.mapError((e) =>
+                        new UpstreamError({ kind: "unsupported", message: `file-parser: ${e.message}` })
+                      )
                     )
-                  )
-                steps.push({ type: "plugin", name: "file-parser", summary: "PDF documents converted to text" })
-              }
-              out = { ...parsedDocuments, model: attempt.endpoint.upstreamModel }
-            }
-            const context = attempt.endpoint.contextLength
-            if (compression && context !== undefined) {
-              const budget = context - (needs.maxTokens ?? 0)
-              if (
-                ContextCompression.estimateTokens({ system: out.system, messages: out.messages, tools: out.tools }) >
-                  budget
-              ) {
-                const compressed = ContextCompression.middleOut(out, budget)
-                if (compressed === undefined) {
-                  return yield* Effect.fail(
-                    new UpstreamError({
-                      kind: "unsupported",
-                      message:
-                        `context-compression: the prompt cannot fit ${attempt.endpoint.id}'s context of ${context}`
-                    })
-                  )
+                  steps.push({ type: "plugin", name: "file-parser", summary: "PDF documents converted to text" })
                 }
-                steps.push({
-                  type: "plugin",
-                  name: "context-compression",
-                  summary: `middle-out removed ${compressed.removedMessages} message(s) to fit ${attempt.endpoint.id}`
-                })
-                out = compressed.body
+                out = { ...parsedDocuments, model: attempt.endpoint.upstreamModel }
               }
-            }
-            return out
-          })
+              const context = attempt.endpoint.contextLength
+              if (compression && context !== undefined) {
+                const budget = context - (needs.maxTokens ?? 0)
+                if (
+                  ContextCompression.estimateTokens({ system: out.system, messages: out.messages, tools: out.tools }) >
+                    budget
+                ) {
+                  const compressed = ContextCompression.middleOut(out, budget)
+                  if (compressed === undefined) {
+                    return yield* Effect.fail(
+                      new UpstreamError({
+                        kind: "unsupported",
+                        message:
+                          `context-compression: the prompt cannot fit ${attempt.endpoint.id}'s context of ${context}`
+                      })
+                    )
+                  }
+                  steps.push({
+                    type: "plugin",
+                    name: "context-compression",
+                    summary: `middle-out removed ${compressed.removedMessages} message(s) to fit ${attempt.endpoint.id}`
+                  })
+                  out = compressed.body
+                }
+              }
+              return out
+            })
 
         const call = (attempt: Attempt) =>
           Effect.map(bodyFor(attempt), (callBody): MessagesCall => ({
@@ -453,7 +459,9 @@ export const make = (options: MessagesOptions = {}) =>
               yield* recordFailedAttempt(attempt, attemptStart, last)
               const retry = isRetryable(last) && i < attempts.length - 1
               steps.push(failureStep(attempt, last, retry))
-              if (!isRetryable(last)) break
+              if (!isRetryable(last)) {
+                break
+              }
               continue
             }
             steps.push(successStep(attempt, i))
@@ -465,7 +473,9 @@ export const make = (options: MessagesOptions = {}) =>
               ttfbMs: end - attemptStart,
               outputTokens: usage.output
             })
-            if (key !== undefined) yield* affinity.set(key, attempt.endpoint.id)
+            if (key !== undefined) {
+              yield* affinity.set(key, attempt.endpoint.id)
+            }
             message = yield* heal(message, request, plugins, steps)
             const sum = total(attempt, usage)
             yield* record({
@@ -486,7 +496,9 @@ export const make = (options: MessagesOptions = {}) =>
               provider: attempt.endpoint.provider,
               safeguard_results: message.safeguard_results ?? null
             })
-            if (context.metadata) out.service_metadata = metadata()
+            if (context.metadata) {
+              out.service_metadata = metadata()
+            }
             return { outcome: { _tag: "Json", body: out } as MessagesOutcome, message, usage: sum }
           }
           const error = toGatewayError(last!)
@@ -506,13 +518,16 @@ export const make = (options: MessagesOptions = {}) =>
           return yield* Effect.fail(committed.error)
         }
         const { attempt, attemptStart, firstContentAt, held, index, rest } = committed
-        if (key !== undefined) yield* affinity.set(key, attempt.endpoint.id)
+        if (key !== undefined) {
+          yield* affinity.set(key, attempt.endpoint.id)
+        }
         const modelId = attempt.model.id
         let usage: JsonObject = {}
         let sawStop = false
         let errorType: string | null = null
         let failure: UpstreamError | undefined
-        const current = () => total(attempt, billed(usage))
+        const current = () =>
+          total(attempt, billed(usage))
         const decorate = (event: StreamEvent): string => {
           switch (event.type) {
             case "message_start": {
@@ -524,18 +539,29 @@ export const make = (options: MessagesOptions = {}) =>
                 provider: attempt.endpoint.provider,
                 usage: completeUsage(shownUsage(usage, sum.usage), sum.cost)
               })
-              if (context.metadata) out.service_metadata = metadata()
+              if (context.metadata) {
+                out.service_metadata = metadata()
+              }
               return sseFrame({ ...event, message: out })
             }
             case "message_delta": {
               const delta = event.usage as JsonObject | undefined
               if (delta !== undefined) {
-                for (const [k, value] of Object.entries(delta)) if (value !== null) usage[k] = value
+                for (const [k, value] of Object.entries(delta)) {
+                  if (value !== null) {
+                    usage[k] = value
+                  }
+                }
               }
               const sum = current()
-              const shown: JsonObject = { ...delta, output_tokens: sum.usage.output, cost: Number(sum.cost) }
+              const shown: JsonObject = Object.assign({}, delta, {
+                output_tokens: sum.usage.output,
+                cost: Number(sum.cost)
+              })
               if (run.extra !== undefined) {
-                if (typeof delta?.input_tokens === "number") shown.input_tokens = sum.usage.input
+                if (typeof delta?.input_tokens === "number") {
+                  shown.input_tokens = sum.usage.input
+                }
                 if (typeof delta?.cache_read_input_tokens === "number") {
                   shown.cache_read_input_tokens = sum.usage.cacheRead
                 }
@@ -584,7 +610,9 @@ export const make = (options: MessagesOptions = {}) =>
             return Stream.succeed(inBandError(mapped, context.requestId))
           }),
           Stream.concat(Stream.suspend(() => {
-            if (sawStop || errorType !== null) return Stream.empty
+            if (sawStop || errorType !== null) {
+              return Stream.empty
+            }
             errorType = "api_error"
             return Stream.succeed(
               inBandError(
@@ -620,9 +648,13 @@ export const make = (options: MessagesOptions = {}) =>
             name: "response-healing",
             summary: healed.repaired ? "repaired the JSON answer; it matches the schema" : "the JSON answer was valid"
           })
-          if (!healed.repaired) return message
+          if (!healed.repaired) {
+            return message
+          }
           // the healed text replaces the first text block, in its place (thinking blocks stay first)
-          const first = message.content.findIndex((b) => b.type === "text")
+          const first = message.content.findIndex((b) =>
+            b.type === "text"
+          )
           return {
             ...message,
             content: message.content.flatMap((b, i) =>
@@ -643,83 +675,86 @@ export const make = (options: MessagesOptions = {}) =>
 
     /** Guardrails and web plugins that act on the input before routing. */
     const preflight = (body: JsonObject, plugins: Plugins, steps: Array<PipelineStep>) =>
-      Effect.gen(function*() {
-        if (plugins.moderation !== undefined) {
-          if (Option.isNone(moderation)) {
+      plugins.moderation === undefined && plugins.web === undefined && plugins["web-fetch"] === undefined &&
+        plugins["context-compression"] === undefined
+        ? Effect.succeed(body)
+        : Effect.gen(function*() {
+          if (plugins.moderation !== undefined) {
+            if (Option.isNone(moderation)) {
+              return yield* Effect.fail(
+                new GatewayError.InvalidRequest({
+                  message: "the moderation plugin was requested but no moderation provider is configured",
+                  param: "plugins"
+                })
+              )
+            }
+            const result = yield* moderation.value.check(Moderation.moderationInput(body)).pipe(
+              Effect.mapError((e) => new GatewayError.Unavailable({ message: `moderation unavailable: ${e.message}` }))
+            )
+            steps.push(Moderation.guardrailStep(result))
+            if (result.flagged) {
+              const denied = Moderation.blocked(result)
+              return yield* Effect.fail(new GatewayError.PermissionDenied({ message: denied.message, pipeline: steps }))
+            }
+          }
+          for (const id of ["web", "web-fetch"] as const) {
+            if (plugins[id] === undefined) continue
+            if (Option.isNone(webSearch)) return yield* Effect.fail(WebSearch.notConfigured(id))
+          }
+          let out = body
+          const compression = plugins["context-compression"]
+          if (compression?.engine !== undefined && !ContextCompression.engines.includes(compression.engine as never)) {
             return yield* Effect.fail(
               new GatewayError.InvalidRequest({
-                message: "the moderation plugin was requested but no moderation provider is configured",
+                message: `context-compression: unknown engine '${compression.engine}' (known: ${
+                  ContextCompression.engines.join(", ")
+                })`,
                 param: "plugins"
               })
             )
           }
-          const result = yield* moderation.value.check(Moderation.moderationInput(body)).pipe(
-            Effect.mapError((e) => new GatewayError.Unavailable({ message: `moderation unavailable: ${e.message}` }))
-          )
-          steps.push(Moderation.guardrailStep(result))
-          if (result.flagged) {
-            const denied = Moderation.blocked(result)
-            return yield* Effect.fail(new GatewayError.PermissionDenied({ message: denied.message, pipeline: steps }))
-          }
-        }
-        for (const id of ["web", "web-fetch"] as const) {
-          if (plugins[id] === undefined) continue
-          if (Option.isNone(webSearch)) return yield* Effect.fail(WebSearch.notConfigured(id))
-        }
-        let out = body
-        const compression = plugins["context-compression"]
-        if (compression?.engine !== undefined && !ContextCompression.engines.includes(compression.engine as never)) {
-          return yield* Effect.fail(
-            new GatewayError.InvalidRequest({
-              message: `context-compression: unknown engine '${compression.engine}' (known: ${
-                ContextCompression.engines.join(", ")
-              })`,
-              param: "plugins"
-            })
-          )
-        }
-        if (Option.isNone(webSearch)) return out
-        const search = webSearch.value
-        const userText = TaskClassifier.latestUserText(body.messages)
-        if (plugins.web !== undefined) {
-          const query = userText.slice(0, 400)
-          const results = yield* search.search(query, { maxResults: 5 }).pipe(
-            Effect.catchAll((e) => {
-              steps.push({ type: "plugin", name: "web", summary: `search failed: ${e.message}` })
-              return Effect.succeed([] as ReadonlyArray<WebSearch.SearchResult>)
-            })
-          )
-          if (results.length > 0) {
-            steps.push({
-              type: "plugin",
-              name: "web",
-              summary: `${results.length} search result(s) added to the prompt`
-            })
-            out = appendSystem(
-              out,
-              `Web search results for "${query}":\n${
-                results.map((r, i) => `[${i + 1}] ${r.title} (${r.url})\n${r.snippet}`).join("\n\n")
-              }`
-            )
-          }
-        }
-        if (plugins["web-fetch"] !== undefined) {
-          const urls = [...new Set(userText.match(/https?:\/\/[^\s<>"')\]]+/g) ?? [])].slice(0, 3)
-          const pages = yield* Effect.forEach(urls, (url) =>
-            search.fetch(url).pipe(
-              Effect.map((page) => [page]),
+          if (Option.isNone(webSearch)) return out
+          const search = webSearch.value
+          const userText = TaskClassifier.latestUserText(body.messages)
+          if (plugins.web !== undefined) {
+            const query = userText.slice(0, 400)
+            const results = yield* search.search(query, { maxResults: 5 }).pipe(
               Effect.catchAll((e) => {
-                steps.push({ type: "plugin", name: "web-fetch", summary: `fetching ${url} failed: ${e.message}` })
-                return Effect.succeed([] as Array<WebSearch.FetchedPage>)
+                steps.push({ type: "plugin", name: "web", summary: `search failed: ${e.message}` })
+                return Effect.succeed([] as ReadonlyArray<WebSearch.SearchResult>)
               })
-            ), { concurrency: 3 })
-          for (const page of pages.flat()) {
-            steps.push({ type: "plugin", name: "web-fetch", summary: `fetched ${page.url} into the prompt` })
-            out = appendSystem(out, `Content of ${page.url} (${page.title}):\n${page.text.slice(0, 100_000)}`)
+            )
+            if (results.length > 0) {
+              steps.push({
+                type: "plugin",
+                name: "web",
+                summary: `${results.length} search result(s) added to the prompt`
+              })
+              out = appendSystem(
+                out,
+                `Web search results for "${query}":\n${
+                  results.map((r, i) => `[${i + 1}] ${r.title} (${r.url})\n${r.snippet}`).join("\n\n")
+                }`
+              )
+            }
           }
-        }
-        return out
-      })
+          if (plugins["web-fetch"] !== undefined) {
+            const urls = [...new Set(userText.match(/https?:\/\/[^\s<>"')\]]+/g) ?? [])].slice(0, 3)
+            const pages = yield* Effect.forEach(urls, (url) =>
+              search.fetch(url).pipe(
+                Effect.map((page) => [page]),
+                Effect.catchAll((e) => {
+                  steps.push({ type: "plugin", name: "web-fetch", summary: `fetching ${url} failed: ${e.message}` })
+                  return Effect.succeed([] as Array<WebSearch.FetchedPage>)
+                })
+              ), { concurrency: 3 })
+            for (const page of pages.flat()) {
+              steps.push({ type: "plugin", name: "web-fetch", summary: `fetched ${page.url} into the prompt` })
+              out = appendSystem(out, `Content of ${page.url} (${page.title}):\n${page.text.slice(0, 100_000)}`)
+            }
+          }
+          return out
+        })
 
     /** Chooses the model when a router plugin (or the router slug) is in play. */
     const chooseModel = (
@@ -783,8 +818,7 @@ export const make = (options: MessagesOptions = {}) =>
             })
           )
         }
-        const snapshot = yield* catalogue.snapshot
-        const synthesis = plugin.model ?? (snapshot.models.has(run.modelId) ? run.modelId : panel[0])
+        const synthesis = plugin.model ?? (run.snapshot.models.has(run.modelId) ? run.modelId : panel[0])
         const analysisBody: JsonObject = { ...run.body, stream: false }
         delete analysisBody.plugins
         const analyses = yield* Effect.forEach(
@@ -841,7 +875,8 @@ export const make = (options: MessagesOptions = {}) =>
         const { index, plugins } = enabledPlugins(request)
         const steps: Array<PipelineStep> = []
         const body = yield* preflight(raw as JsonObject, plugins, steps)
-        const chosen = chooseModel(request, body, plugins, index, steps, yield* catalogue.snapshot)
+        const snapshot = yield* catalogue.snapshot
+        const chosen = chooseModel(request, body, plugins, index, steps, snapshot)
         if (Either.isLeft(chosen)) return yield* Effect.fail(chosen.left)
         const run: Run = {
           context,
@@ -852,6 +887,7 @@ export const make = (options: MessagesOptions = {}) =>
           steps,
           stream: request.stream === true,
           started,
+          snapshot,
           recordUsage: true
         }
         const result = plugins.fusion !== undefined ? yield* fusion(run, plugins.fusion) : yield* execute(run)
