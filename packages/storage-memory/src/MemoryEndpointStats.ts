@@ -31,16 +31,10 @@ export interface MemoryEndpointStatsService extends EndpointStats.EndpointStatsS
   readonly footprint: Effect.Effect<Footprint>
 }
 
-interface Entry {
+interface Entry extends HealthWindows.HealthCache {
   readonly windows: HealthWindows.HealthWindows
   breaker: CircuitBreaker.CircuitBreaker
   lastAt: number
-  cachedAt: number
-  cached: HealthWindows.Statistics | undefined
-  /** The health last answered, valid from `healthFrom` until `healthUntil` (exclusive) unless something is recorded. */
-  health: EndpointStats.EndpointHealth | undefined
-  healthFrom: number
-  healthUntil: number
 }
 
 /** Builds an empty in-memory endpoint statistics store. */
@@ -67,33 +61,18 @@ export const make = (options: MemoryEndpointStatsOptions = {}): Effect.Effect<Me
       let entry = entries.get(endpointId)
       if (entry === undefined) {
         if (entries.size >= maxEndpoints) evictIdlest()
-        entry = {
+        entry = Object.assign(HealthWindows.emptyCache(), {
           windows: HealthWindows.empty(),
           breaker: CircuitBreaker.closed,
-          lastAt: -Infinity,
-          cachedAt: 0,
-          cached: undefined,
-          health: undefined,
-          healthFrom: 0,
-          healthUntil: 0
-        }
+          lastAt: -Infinity
+        })
         entries.set(endpointId, entry)
       }
       return entry
     }
 
-    const healthOf = (entry: Entry, now: number): EndpointStats.EndpointHealth => {
-      if (entry.health !== undefined && now >= entry.healthFrom && now < entry.healthUntil) return entry.health
-      if (entry.cached === undefined || !(now >= entry.cachedAt && now - entry.cachedAt < cacheTtl)) {
-        entry.cached = HealthWindows.statistics(entry.windows, now)
-        entry.cachedAt = now
-      }
-      const health = HealthWindows.combine(entry.cached, entry.windows, now, entry.breaker)
-      entry.health = health
-      entry.healthFrom = now
-      entry.healthUntil = Math.min(entry.cachedAt + cacheTtl, HealthWindows.combinedUntil(health, now))
-      return health
-    }
+    const healthOf = (entry: Entry, now: number): EndpointStats.EndpointHealth =>
+      HealthWindows.cachedHealth(entry, entry.windows, entry.breaker, now, cacheTtl)
 
     const record = (attempt: EndpointStats.AttemptRecord): Effect.Effect<void> =>
       Effect.sync(() => {

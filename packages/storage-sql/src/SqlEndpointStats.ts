@@ -52,19 +52,13 @@ export interface SqlEndpointStatsService extends EndpointStats.EndpointStatsServ
   readonly footprint: Effect.Effect<Footprint>
 }
 
-interface Entry {
+interface Entry extends HealthWindows.HealthCache {
   readonly view: HealthWindows.HealthWindows
   pending: HealthWindows.HealthWindows | undefined
   breaker: CircuitBreaker.CircuitBreaker
   /** The latest cooldown end written to or read from the store. */
   sharedUntil: number
   lastAt: number
-  cachedAt: number
-  cached: HealthWindows.Statistics | undefined
-  /** The health last answered, valid from `healthFrom` until `healthUntil` (exclusive) while the entry is unchanged. */
-  health: EndpointStats.EndpointHealth | undefined
-  healthFrom: number
-  healthUntil: number
 }
 
 interface BucketRow {
@@ -154,18 +148,14 @@ export const make = (
     const entries = new Map<string, Entry>()
     const lock = yield* Effect.makeSemaphore(1)
 
-    const newEntry = (): Entry => ({
-      view: HealthWindows.empty(),
-      pending: undefined,
-      breaker: CircuitBreaker.closed,
-      sharedUntil: -Infinity,
-      lastAt: -Infinity,
-      cachedAt: 0,
-      cached: undefined,
-      health: undefined,
-      healthFrom: 0,
-      healthUntil: 0
-    })
+    const newEntry = (): Entry =>
+      Object.assign(HealthWindows.emptyCache(), {
+        view: HealthWindows.empty(),
+        pending: undefined,
+        breaker: CircuitBreaker.closed,
+        sharedUntil: -Infinity,
+        lastAt: -Infinity
+      })
 
     const entryOf = (endpointId: string): Entry => {
       let entry = entries.get(endpointId)
@@ -387,18 +377,8 @@ export const make = (
       )
     )
 
-    const healthOf = (entry: Entry, now: number): EndpointStats.EndpointHealth => {
-      if (entry.health !== undefined && now >= entry.healthFrom && now < entry.healthUntil) return entry.health
-      if (entry.cached === undefined || !(now >= entry.cachedAt && now - entry.cachedAt < cacheTtl)) {
-        entry.cached = HealthWindows.statistics(entry.view, now)
-        entry.cachedAt = now
-      }
-      const health = HealthWindows.combine(entry.cached, entry.view, now, entry.breaker)
-      entry.health = health
-      entry.healthFrom = now
-      entry.healthUntil = Math.min(entry.cachedAt + cacheTtl, HealthWindows.combinedUntil(health, now))
-      return health
-    }
+    const healthOf = (entry: Entry, now: number): EndpointStats.EndpointHealth =>
+      HealthWindows.cachedHealth(entry, entry.view, entry.breaker, now, cacheTtl)
 
     const record = (attempt: EndpointStats.AttemptRecord): Effect.Effect<void> =>
       Effect.sync(() => {

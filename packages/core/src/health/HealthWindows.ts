@@ -424,3 +424,45 @@ export const combinedUntil = (health: EndpointHealth, now: number): number => {
   const outageChanges = (Math.floor((now - OUTAGE_WINDOW_MS) / fine.bucketMs) + 1) * fine.bucketMs + OUTAGE_WINDOW_MS
   return health.coolingDownUntil === null ? outageChanges : Math.min(outageChanges, health.coolingDownUntil)
 }
+
+/** Per-endpoint memo of a computed health, kept by an adapter beside its windows. */
+export interface HealthCache {
+  cachedAt: number
+  cached: Statistics | undefined
+  /** The health last answered, valid from `healthFrom` until `healthUntil` (exclusive) unless something is recorded. */
+  health: EndpointHealth | undefined
+  healthFrom: number
+  healthUntil: number
+}
+
+/** A cache that holds nothing yet. */
+export const emptyCache = (): HealthCache => ({
+  cachedAt: 0,
+  cached: undefined,
+  health: undefined,
+  healthFrom: 0,
+  healthUntil: 0
+})
+
+/**
+ * The health of `windows` at `now`, memoised in `cache`: percentiles and uptime are recomputed at most
+ * every `ttlMs`; the outage and breaker view is reused until it can change. Clear `cache.health` on record.
+ */
+export const cachedHealth = (
+  cache: HealthCache,
+  windows: HealthWindows,
+  breaker: CircuitBreaker.CircuitBreaker,
+  now: number,
+  ttlMs: number
+): EndpointHealth => {
+  if (cache.health !== undefined && now >= cache.healthFrom && now < cache.healthUntil) return cache.health
+  if (cache.cached === undefined || !(now >= cache.cachedAt && now - cache.cachedAt < ttlMs)) {
+    cache.cached = statistics(windows, now)
+    cache.cachedAt = now
+  }
+  const health = combine(cache.cached, windows, now, breaker)
+  cache.health = health
+  cache.healthFrom = now
+  cache.healthUntil = Math.min(cache.cachedAt + ttlMs, combinedUntil(health, now))
+  return health
+}
