@@ -8,6 +8,7 @@
  */
 import { Either, ParseResult, Schema, SchemaAST } from "effect"
 import { InvalidRequest } from "../errors/GatewayError.js"
+import { isObject, show } from "../internal/Values.js"
 import { ProviderPreferences, Route } from "../routing/ProviderPreferences.js"
 
 // -----------------------------------------------------------------------------
@@ -38,23 +39,6 @@ const shapeOf = (u: unknown): JsonShape | undefined => {
       return u === null ? "null" : Array.isArray(u) ? "array" : "object"
   }
   return undefined
-}
-
-const isObject = (u: unknown): u is { readonly [key: string]: unknown } =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
-
-/** A short, human-readable rendering of a value for error messages (never the whole value). */
-const show = (u: unknown): string => {
-  switch (typeof u) {
-    case "string":
-      return u.length > 64 ? `${JSON.stringify(u.slice(0, 64))}...` : JSON.stringify(u)
-    case "number":
-    case "boolean":
-      return String(u)
-    case "object":
-      return u === null ? "null" : Array.isArray(u) ? "an array" : "an object"
-  }
-  return typeof u
 }
 
 /** Length in characters (code points); the code-unit length is an upper bound, so most strings skip the count. */

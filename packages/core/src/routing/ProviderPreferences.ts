@@ -7,6 +7,7 @@
  * Every key may also be `null`, which means the same as leaving it out (OpenRouter's SDK sends nulls).
  */
 import { Either, ParseResult, Schema, SchemaAST } from "effect"
+import { isObject, show } from "../internal/Values.js"
 import { isDecimal } from "../pricing/Cost.js"
 
 // -----------------------------------------------------------------------------
@@ -14,22 +15,6 @@ import { isDecimal } from "../pricing/Cost.js"
 // -----------------------------------------------------------------------------
 
 type AnySchema = Schema.Schema.Any
-
-const show = (u: unknown): string => {
-  switch (typeof u) {
-    case "string":
-      return u.length > 64 ? `${JSON.stringify(u.slice(0, 64))}...` : JSON.stringify(u)
-    case "number":
-    case "boolean":
-      return String(u)
-    case "object":
-      return u === null ? "null" : Array.isArray(u) ? "an array" : "an object"
-  }
-  return typeof u
-}
-
-const isObject = (u: unknown): u is { readonly [key: string]: unknown } =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
 
 const optional = <S extends Schema.Schema.All>(schema: S) => Schema.optionalWith(schema, { exact: true })
 
