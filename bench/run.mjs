@@ -18,13 +18,15 @@
 //   BENCH_ROUNDS       measured runs per target, interleaved across targets (default 3)
 //   BENCH_CONNECTIONS  concurrent connections of the load generator (default 32)
 //   BENCH_SCENARIOS    comma-separated subset of "json,stream" (default both)
+//   BENCH_BASELINE=DIR another checkout of this repository, built: its gateway runs as a fourth target,
+//                      "baseline", and the run prints gateway/baseline (an A/B of two builds)
 //   BENCH_CPU_PROF=1   run the gateway child with --cpu-prof into bench/.prof (summarise with
 //                      `node bench/profile-top.mjs`); BENCH_CPU_PROF=proxy,gateway profiles both
 import autocannon from "autocannon"
 import { fork } from "node:child_process"
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { availableParallelism, cpus, loadavg } from "node:os"
-import { dirname, join, relative } from "node:path"
+import { dirname, join, relative, resolve as resolvePath } from "node:path"
 import { fileURLToPath } from "node:url"
 import { isDeepStrictEqual } from "node:util"
 import { Agent, request } from "undici"
@@ -58,6 +60,8 @@ const DURATION = numberFromEnv("BENCH_DURATION", 10)
 const WARMUP = numberFromEnv("BENCH_WARMUP", 5)
 const ROUNDS = Math.round(numberFromEnv("BENCH_ROUNDS", 3))
 const CONNECTIONS = Math.round(numberFromEnv("BENCH_CONNECTIONS", 32))
+/** Another checkout, built, whose gateway runs as a fourth target "baseline": an A/B of two builds in one run. */
+const BASELINE = process.env.BENCH_BASELINE || undefined
 const SCENARIOS = (process.env.BENCH_SCENARIOS ?? "json,stream").split(",").map((s) => s.trim()).filter(Boolean)
 // BENCH_CPU_PROF=1 profiles the gateway; a list ("proxy,gateway") names the children to profile.
 const PROFILED = new Set(
@@ -90,7 +94,7 @@ let shuttingDown = false
 
 const startChild = (name, file, env = {}, execArgv = []) =>
   new Promise((resolve, reject) => {
-    const child = fork(join(here, file), [], {
+    const child = fork(resolvePath(here, file), [], {
       env: { ...process.env, ...env },
       execArgv,
       stdio: ["ignore", "inherit", "inherit", "ipc"]
@@ -248,11 +252,14 @@ const checkForwarded = async (upstream, what, stream) => {
   const body = JSON.parse(last.body)
   eq("max_tokens", body.max_tokens, 64)
   eq("messages", body.messages, [{ role: "user", content: "Hello, world" }])
-  if (what.startsWith("gateway")) {
+  if (what.startsWith("gateway") || what.startsWith("baseline")) {
     eq("model (the endpoint's upstream model id)", body.model, "m")
     eq("stream", body.stream, stream)
   }
 }
+
+/** The gateway under test, or the baseline build it is compared with (`BENCH_BASELINE`). */
+const isGateway = (target) => target.name === "gateway" || target.name === "baseline"
 
 const checkJson = async (target, upstream) => {
   const what = `${target.name} (non-streaming)`
@@ -260,7 +267,7 @@ const checkJson = async (target, upstream) => {
   expectOk(what, got, "application/json")
   const body = JSON.parse(got.text)
   const eq = expect(what)
-  if (target.name !== "gateway") {
+  if (!isGateway(target)) {
     eq("body", body, MESSAGE)
   } else {
     for (const field of ["id", "type", "role", "content", "stop_reason", "stop_sequence"]) {
@@ -281,7 +288,7 @@ const checkStream = async (target, upstream) => {
   const got = await post(target.url, true)
   expectOk(what, got, "text/event-stream")
   const eq = expect(what)
-  if (target.name !== "gateway") {
+  if (!isGateway(target)) {
     eq("body", got.text, SSE_EVENTS.join(""))
   } else {
     const events = parseSse(got.text)
@@ -453,11 +460,11 @@ const table = (rows) => {
 }
 
 /** gateway/proxy CPU per request, round by round (each round measures both minutes apart at most), and their median. */
-const ratioOf = (rows, scenario) => {
+const ratioOf = (rows, scenario, of = "gateway", to = "proxy") => {
   const perRound = []
   for (let round = 1; round <= ROUNDS; round++) {
-    const proxy = rows.find((r) => r.scenario === scenario && r.target === "proxy" && r.round === round)
-    const gateway = rows.find((r) => r.scenario === scenario && r.target === "gateway" && r.round === round)
+    const proxy = rows.find((r) => r.scenario === scenario && r.target === to && r.round === round)
+    const gateway = rows.find((r) => r.scenario === scenario && r.target === of && r.round === round)
     if (proxy && gateway) perRound.push(gateway.cpuPerRequest / proxy.cpuPerRequest)
   }
   return perRound.length === 0 ? undefined : { median: median(perRound), perRound }
@@ -482,14 +489,16 @@ const main = async () => {
   if (PROFILE) mkdirSync(PROFILE_DIR, { recursive: true })
   const upstream = await startChild("upstream", "upstream.mjs")
   const env = { UPSTREAM_URL: upstream.url }
-  const [proxy, gateway] = await Promise.all([
+  const [proxy, gateway, ...extra] = await Promise.all([
     startChild("proxy", "proxy.mjs", env, profileArgs("proxy")),
-    startChild("gateway", "gateway.mjs", env, profileArgs("gateway"))
+    startChild("gateway", "gateway.mjs", env, profileArgs("gateway")),
+    ...(BASELINE === undefined ? [] : [startChild("baseline", resolvePath(BASELINE, "bench/gateway.mjs"), env, (process.env.BENCH_BASELINE_ARGS ?? "").split(" ").filter(Boolean))])
   ])
   const direct = { ...upstream, name: "direct" }
+  const gateways = [gateway, ...extra]
 
   // Correctness first: a fast wrong answer is not a result.
-  for (const target of [direct, proxy, gateway]) {
+  for (const target of [direct, proxy, ...gateways]) {
     if (SCENARIOS.includes("json")) await checkJson(target, upstream)
     if (SCENARIOS.includes("stream")) await checkStream(target, upstream)
   }
@@ -497,7 +506,7 @@ const main = async () => {
   console.log("  checks passed: the gateway answers 200 with the upstream's message (model, usage, cost)\n")
 
   const plan = SCENARIOS.flatMap((scenario) =>
-    (scenario === "json" ? [direct, proxy, gateway] : [proxy, gateway]).map((target) => ({ scenario, target }))
+    (scenario === "json" ? [direct, proxy, ...gateways] : [proxy, ...gateways]).map((target) => ({ scenario, target }))
   )
   const warmRows = []
   for (const { scenario, target } of plan) warmRows.push(await warmUp(scenario, target))
@@ -532,6 +541,15 @@ const main = async () => {
         : `BUDGET MISSED: gateway CPU per non-streaming request is ${json.median.toFixed(2)}x the pass-through ` +
           `proxy's (budget ${BUDGET}x)`
     )
+  }
+  if (BASELINE !== undefined) {
+    for (const scenario of SCENARIOS) {
+      const ab = ratioOf(rows, scenario, "gateway", "baseline")
+      const base = ratioOf(rows, scenario, "baseline", "proxy")
+      if (ab === undefined || base === undefined) continue
+      console.log(`gateway/baseline CPU per request, ${scenario}: ${ab.median.toFixed(3)}x${rounds(ab)}`)
+      console.log(`baseline/proxy CPU per request, ${scenario}: ${base.median.toFixed(2)}x${rounds(base)}`)
+    }
   }
   if (stream !== undefined) {
     console.log(`gateway/proxy CPU per request, streaming: ${stream.median.toFixed(2)}x${rounds(stream)} (no budget)`)

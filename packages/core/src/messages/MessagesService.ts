@@ -240,25 +240,26 @@ export const make = (options: MessagesOptions = {}) =>
     const webSearch = yield* Effect.serviceOption(WebSearch.WebSearch)
     const routerSlug = options.routerSlug ?? "auto"
 
-    const recordAttempt = (endpointId: string, startedAt: number, fields: {
+    // Times come from the request's clock, read synchronously: one `Clock` look-up per request rather than an Effect
+    // per reading (a test clock is honoured all the same).
+    const recordAttempt = (endpointId: string, startedAt: number, now: number, fields: {
       outcome: EndpointStats.AttemptOutcome | undefined
       ttfbMs: number | null
       outputTokens: number
       retryAfterMs?: number | undefined
     }) =>
-      fields.outcome === undefined ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        stats.record({
-          endpointId,
-          at: now,
-          ttfbMs: fields.ttfbMs,
-          latencyMs: now - startedAt,
-          outputTokens: fields.outputTokens,
-          outcome: fields.outcome!,
-          retryAfterMs: fields.retryAfterMs
-        }))
+      fields.outcome === undefined ? Effect.void : stats.record({
+        endpointId,
+        at: now,
+        ttfbMs: fields.ttfbMs,
+        latencyMs: now - startedAt,
+        outputTokens: fields.outputTokens,
+        outcome: fields.outcome,
+        retryAfterMs: fields.retryAfterMs
+      })
 
-    const recordFailedAttempt = (attempt: Attempt, startedAt: number, error: UpstreamError) =>
-      recordAttempt(attempt.endpoint.id, startedAt, {
+    const recordFailedAttempt = (attempt: Attempt, startedAt: number, now: number, error: UpstreamError) =>
+      recordAttempt(attempt.endpoint.id, startedAt, now, {
         outcome: outcomeOf(error),
         ttfbMs: null,
         outputTokens: 0,
@@ -275,6 +276,8 @@ export const make = (options: MessagesOptions = {}) =>
       readonly steps: Array<PipelineStep>
       readonly stream: boolean
       readonly started: number
+      /** The request's clock: every time of the request is read from it. */
+      readonly clock: Clock.Clock
       /** Usage and cost of earlier sub-requests (fusion analyses), added to this answer's. */
       readonly extra?: { readonly usage: Cost.BilledUsage; readonly cost: string } | undefined
       /** False for fusion analyses: recorded once, with the final answer. */
@@ -283,23 +286,46 @@ export const make = (options: MessagesOptions = {}) =>
       readonly snapshot: CatalogueSnapshot
     }
 
-    const execute = (run: Run) =>
-      Effect.gen(function*() {
+    interface ExecutionResult {
+      readonly outcome: MessagesOutcome
+      readonly message: Message | undefined
+      readonly usage: { readonly usage: Cost.BilledUsage; readonly cost: string } | undefined
+    }
+
+    /**
+     * Plans the route (health, session, a random draw), then runs the attempts. A chain of Effects rather than one
+     * `Effect.gen`: this is the hot path of every request, and each generator step costs more than the work it does.
+     */
+    const execute = (run: Run): Effect.Effect<ExecutionResult, GatewayError.GatewayError> => {
+      const { request } = run
+      const sessionId = request.session_id ?? run.context.sessionId
+      const key = sessionId === undefined
+        ? undefined
+        : SessionAffinity.affinityKey(run.context.principal.workspace, sessionId, run.modelId)
+      return Effect.flatMap(stats.snapshot, (health) =>
+        key === undefined
+          ? planned(run, health, sessionId, undefined, undefined)
+          : Effect.flatMap(
+            affinity.get(key),
+            (sticky) => planned(run, health, sessionId, key, Option.getOrUndefined(sticky))
+          ))
+    }
+
+    const planned = (
+      run: Run,
+      health: EndpointStats.HealthSnapshot,
+      sessionId: string | undefined,
+      key: string | undefined,
+      sticky: string | undefined
+    ): Effect.Effect<ExecutionResult, GatewayError.GatewayError> =>
+      Effect.flatMap(Random.nextInt, (seed) => {
         const { body, context, plugins, request, snapshot, steps } = run
         const model = snapshot.models.get(run.modelId)
         const fileParser = plugins["file-parser"] !== undefined && Option.isSome(parser)
         const compression = plugins["context-compression"] !== undefined
         const needs = requirements(request, body)
         const estimate = estimatePromptTokens(body, context.bodyBytes, model)
-        const health = yield* stats.snapshot
-        const sessionId = request.session_id ?? context.sessionId
-        const key = sessionId === undefined
-          ? undefined
-          : SessionAffinity.affinityKey(context.principal.workspace, sessionId, run.modelId)
-        const sticky = key === undefined ? undefined : Option.getOrUndefined(yield* affinity.get(key))
-        const seed = yield* Random.nextInt
-        const now = yield* Clock.currentTimeMillis
-        const planned = RoutePlanner.plan(
+        const plan = RoutePlanner.plan(
           {
             model: run.modelId,
             models: request.models,
@@ -319,67 +345,76 @@ export const make = (options: MessagesOptions = {}) =>
             health,
             session: key === undefined ? undefined : { key, endpointId: sticky },
             random: RoutePlanner.seededRandom(seed),
-            now
+            now: run.clock.unsafeCurrentTimeMillis()
           }
         )
-        if (Either.isLeft(planned)) return yield* Effect.fail(planned.left)
-        const { attempts } = planned.right
-        steps.push(...planned.right.steps)
+        if (Either.isLeft(plan)) return Effect.fail(plan.left)
+        const { attempts } = plan.right
+        steps.push(...plan.right.steps)
         const forward = forwardBody(body)
+        const clock = run.clock
 
         let parsedDocuments: JsonObject | undefined
         const transforms = fileParser || compression
         const bodyFor = (attempt: Attempt): Effect.Effect<JsonObject, UpstreamError> =>
-          !transforms ?
-            Effect.succeed(Object.assign({}, forward, { model: attempt.endpoint.upstreamModel })) :
-            Effect.gen(function*() {
-              let out: JsonObject = { ...forward, model: attempt.endpoint.upstreamModel }
-              if (fileParser && needs.documents && !(attempt.endpoint.inputModalities?.includes("file") ?? true)) {
-                if (parsedDocuments === undefined) {
-                  parsedDocuments = yield* DocumentParser.replaceDocuments(forward, (b64) =>
-                    (parser as Option.Some<DocumentParser.DocumentParserService>).value.pdfToText(b64)).pipe(
-                      Effect.mapError((e) =>
-                        new UpstreamError({ kind: "unsupported", message: `file-parser: ${e.message}` })
-                      )
+          Effect.gen(function*() {
+            let out: JsonObject = { ...forward, model: attempt.endpoint.upstreamModel }
+            if (fileParser && needs.documents && !(attempt.endpoint.inputModalities?.includes("file") ?? true)) {
+              if (parsedDocuments === undefined) {
+                parsedDocuments = yield* DocumentParser.replaceDocuments(forward, (b64) =>
+                  (parser as Option.Some<DocumentParser.DocumentParserService>).value.pdfToText(b64)).pipe(
+                    Effect.mapError((e) =>
+                      new UpstreamError({ kind: "unsupported", message: `file-parser: ${e.message}` })
                     )
-                  steps.push({ type: "plugin", name: "file-parser", summary: "PDF documents converted to text" })
-                }
-                out = { ...parsedDocuments, model: attempt.endpoint.upstreamModel }
+                  )
+                steps.push({ type: "plugin", name: "file-parser", summary: "PDF documents converted to text" })
               }
-              const context = attempt.endpoint.contextLength
-              if (compression && context !== undefined) {
-                const budget = context - (needs.maxTokens ?? 0)
-                if (
-                  ContextCompression.estimateTokens({ system: out.system, messages: out.messages, tools: out.tools }) >
-                    budget
-                ) {
-                  const compressed = ContextCompression.middleOut(out, budget)
-                  if (compressed === undefined) {
-                    return yield* Effect.fail(
-                      new UpstreamError({
-                        kind: "unsupported",
-                        message:
-                          `context-compression: the prompt cannot fit ${attempt.endpoint.id}'s context of ${context}`
-                      })
-                    )
-                  }
-                  steps.push({
-                    type: "plugin",
-                    name: "context-compression",
-                    summary: `middle-out removed ${compressed.removedMessages} message(s) to fit ${attempt.endpoint.id}`
-                  })
-                  out = compressed.body
+              out = { ...parsedDocuments, model: attempt.endpoint.upstreamModel }
+            }
+            const context = attempt.endpoint.contextLength
+            if (compression && context !== undefined) {
+              const budget = context - (needs.maxTokens ?? 0)
+              if (
+                ContextCompression.estimateTokens({ system: out.system, messages: out.messages, tools: out.tools }) >
+                  budget
+              ) {
+                const compressed = ContextCompression.middleOut(out, budget)
+                if (compressed === undefined) {
+                  return yield* Effect.fail(
+                    new UpstreamError({
+                      kind: "unsupported",
+                      message:
+                        `context-compression: the prompt cannot fit ${attempt.endpoint.id}'s context of ${context}`
+                    })
+                  )
                 }
+                steps.push({
+                  type: "plugin",
+                  name: "context-compression",
+                  summary: `middle-out removed ${compressed.removedMessages} message(s) to fit ${attempt.endpoint.id}`
+                })
+                out = compressed.body
               }
-              return out
-            })
+            }
+            return out
+          })
 
-        const call = (attempt: Attempt) =>
-          Effect.map(bodyFor(attempt), (callBody): MessagesCall => ({
-            endpoint: attempt.endpoint,
-            body: callBody,
-            headers: context.headers
-          }))
+        const callOf = (attempt: Attempt, callBody: JsonObject): MessagesCall => ({
+          endpoint: attempt.endpoint,
+          body: callBody,
+          headers: context.headers
+        })
+        // Object.assign rather than a spread given a new key (slow on V8 11, see docs/benchmarks.md).
+        const plainCall = (attempt: Attempt): MessagesCall =>
+          callOf(attempt, Object.assign({}, forward, { model: attempt.endpoint.upstreamModel }))
+        const call = (attempt: Attempt): Effect.Effect<MessagesCall, UpstreamError> =>
+          transforms
+            ? Effect.map(bodyFor(attempt), (callBody) => callOf(attempt, callBody))
+            : Effect.succeed(plainCall(attempt))
+        const createMessage = (attempt: Attempt): Effect.Effect<Message, UpstreamError> =>
+          transforms
+            ? Effect.flatMap(call(attempt), upstream.createMessage)
+            : upstream.createMessage(plainCall(attempt))
 
         const record = (fields: {
           attempt: Attempt | undefined
@@ -391,44 +426,46 @@ export const make = (options: MessagesOptions = {}) =>
           ttfbMs: number | null
         }) =>
           run.recordUsage
-            ? Effect.flatMap(Clock.currentTimeMillis, (end) =>
-              usageLog.record({
-                requestId: context.requestId,
-                createdAt: run.started,
-                keyId: context.principal.keyId,
-                workspace: context.principal.workspace,
-                model: fields.attempt?.model.id ?? run.modelId,
-                provider: fields.attempt?.endpoint.provider ?? null,
-                endpointId: fields.attempt?.endpoint.id ?? null,
-                stream: run.stream,
-                status: fields.status,
-                errorType: fields.errorType,
-                inputTokens: fields.usage.input,
-                outputTokens: fields.usage.output,
-                cacheReadTokens: fields.usage.cacheRead,
-                cacheWriteTokens: fields.usage.cacheWrite,
-                cost: fields.cost,
-                latencyMs: end - run.started,
-                ttfbMs: fields.ttfbMs,
-                attempts: fields.attempts,
-                sessionId: sessionId ?? null,
-                user: request.user ?? null,
-                appReferer: context.app.referer ?? null,
-                appTitle: context.app.title ?? null,
-                appCategories: context.app.categories ?? null
-              }))
+            ? usageLog.record({
+              requestId: context.requestId,
+              createdAt: run.started,
+              keyId: context.principal.keyId,
+              workspace: context.principal.workspace,
+              model: fields.attempt?.model.id ?? run.modelId,
+              provider: fields.attempt?.endpoint.provider ?? null,
+              endpointId: fields.attempt?.endpoint.id ?? null,
+              stream: run.stream,
+              status: fields.status,
+              errorType: fields.errorType,
+              inputTokens: fields.usage.input,
+              outputTokens: fields.usage.output,
+              cacheReadTokens: fields.usage.cacheRead,
+              cacheWriteTokens: fields.usage.cacheWrite,
+              cost: fields.cost,
+              latencyMs: clock.unsafeCurrentTimeMillis() - run.started,
+              ttfbMs: fields.ttfbMs,
+              attempts: fields.attempts,
+              sessionId: sessionId ?? null,
+              user: request.user ?? null,
+              appReferer: context.app.referer ?? null,
+              appTitle: context.app.title ?? null,
+              appCategories: context.app.categories ?? null
+            })
             : Effect.void
 
-        const recordFailure = (error: GatewayError.GatewayError, tried: number) =>
-          record({
-            attempt: undefined,
-            attempts: tried,
-            status: GatewayError.describe(error).status,
-            errorType: GatewayError.describe(error).type,
-            usage: run.extra?.usage ?? zeroUsage,
-            cost: run.extra?.cost ?? "0",
-            ttfbMs: null
-          })
+        const fail = (error: GatewayError.GatewayError, tried: number) =>
+          Effect.zipRight(
+            record({
+              attempt: undefined,
+              attempts: tried,
+              status: GatewayError.describe(error).status,
+              errorType: GatewayError.describe(error).type,
+              usage: run.extra?.usage ?? zeroUsage,
+              cost: run.extra?.cost ?? "0",
+              ttfbMs: null
+            }),
+            Effect.fail(error)
+          )
 
         const total = (attempt: Attempt, usage: Cost.BilledUsage) => {
           const own = Cost.cost(attempt.endpoint.pricing, usage)
@@ -449,181 +486,207 @@ export const make = (options: MessagesOptions = {}) =>
         const metadata = () => ({ pipeline: steps })
 
         if (!run.stream) {
-          let last: UpstreamError | undefined
-          for (let i = 0; i < attempts.length; i++) {
-            const attempt = attempts[i]
-            const attemptStart = yield* Clock.currentTimeMillis
-            const result = yield* Effect.either(Effect.flatMap(call(attempt), upstream.createMessage))
-            if (Either.isLeft(result)) {
-              last = result.left
-              yield* recordFailedAttempt(attempt, attemptStart, last)
-              const retry = isRetryable(last) && i < attempts.length - 1
-              steps.push(failureStep(attempt, last, retry))
-              if (!isRetryable(last)) {
-                break
-              }
-              continue
-            }
+          /** The answer of attempt `i`, which succeeded: statistics, session, healing, usage, then the JSON body. */
+          const answered = (
+            attempt: Attempt,
+            i: number,
+            attemptStart: number,
+            upstreamMessage: Message
+          ): Effect.Effect<ExecutionResult> => {
             steps.push(successStep(attempt, i))
-            let message: Message = result.right
-            const usage = billed(message.usage)
-            const end = yield* Clock.currentTimeMillis
-            yield* recordAttempt(attempt.endpoint.id, attemptStart, {
-              outcome: "ok",
-              ttfbMs: end - attemptStart,
-              outputTokens: usage.output
-            })
-            if (key !== undefined) {
-              yield* affinity.set(key, attempt.endpoint.id)
-            }
-            message = yield* heal(message, request, plugins, steps)
-            const sum = total(attempt, usage)
-            yield* record({
-              attempt,
-              attempts: i + 1,
-              status: 200,
-              errorType: null,
-              usage: sum.usage,
-              cost: sum.cost,
-              ttfbMs: end - run.started
-            })
-            const out: JsonObject = Object.assign({}, message, {
-              model: attempt.model.id,
-              stop_details: message.stop_details ?? null,
-              container: message.container ?? null,
-              usage: completeUsage(shownUsage(message.usage, sum.usage), sum.cost),
-              context_management: message.context_management ?? null,
-              provider: attempt.endpoint.provider,
-              safeguard_results: message.safeguard_results ?? null
-            })
-            if (context.metadata) {
-              out.service_metadata = metadata()
-            }
-            return { outcome: { _tag: "Json", body: out } as MessagesOutcome, message, usage: sum }
-          }
-          const error = toGatewayError(last!)
-          yield* recordFailure(error, attempts.length)
-          return yield* Effect.fail(error)
-        }
-
-        // Streaming: the scope lives as long as the returned stream; it owns the committed upstream request.
-        const scope = yield* Scope.make()
-        const committed = yield* Effect.onExit(
-          streamAttempts(upstream, attempts, call, steps, scope, recordFailedAttempt),
-          (exit) => (Exit.isSuccess(exit) ? Effect.void : Scope.close(scope, exit))
-        )
-        if (committed._tag === "Failed") {
-          yield* Scope.close(scope, Exit.void)
-          yield* recordFailure(committed.error, attempts.length)
-          return yield* Effect.fail(committed.error)
-        }
-        const { attempt, attemptStart, firstContentAt, held, index, rest } = committed
-        if (key !== undefined) {
-          yield* affinity.set(key, attempt.endpoint.id)
-        }
-        const modelId = attempt.model.id
-        let usage: JsonObject = {}
-        let sawStop = false
-        let errorType: string | null = null
-        let failure: UpstreamError | undefined
-        const current = () =>
-          total(attempt, billed(usage))
-        const decorate = (event: StreamEvent): string => {
-          switch (event.type) {
-            case "message_start": {
-              const message = (event.message ?? {}) as JsonObject
-              usage = { ...(message.usage as JsonObject | undefined) }
-              const sum = current()
+            const usage = billed(upstreamMessage.usage)
+            const end = clock.unsafeCurrentTimeMillis()
+            const respond = (message: Message): Effect.Effect<ExecutionResult> => {
+              const sum = total(attempt, usage)
               const out: JsonObject = Object.assign({}, message, {
-                model: modelId,
+                model: attempt.model.id,
+                stop_details: message.stop_details ?? null,
+                container: message.container ?? null,
+                usage: completeUsage(shownUsage(message.usage, sum.usage), sum.cost),
+                context_management: message.context_management ?? null,
                 provider: attempt.endpoint.provider,
-                usage: completeUsage(shownUsage(usage, sum.usage), sum.cost)
+                safeguard_results: message.safeguard_results ?? null
               })
               if (context.metadata) {
                 out.service_metadata = metadata()
               }
-              return sseFrame({ ...event, message: out })
+              const result: ExecutionResult = { outcome: { _tag: "Json", body: out }, message, usage: sum }
+              return Effect.as(
+                record({
+                  attempt,
+                  attempts: i + 1,
+                  status: 200,
+                  errorType: null,
+                  usage: sum.usage,
+                  cost: sum.cost,
+                  ttfbMs: end - run.started
+                }),
+                result
+              )
             }
-            case "message_delta": {
-              const delta = event.usage as JsonObject | undefined
-              if (delta !== undefined) {
-                for (const [k, value] of Object.entries(delta)) {
-                  if (value !== null) {
-                    usage[k] = value
+            const recorded = recordAttempt(attempt.endpoint.id, attemptStart, end, {
+              outcome: "ok",
+              ttfbMs: end - attemptStart,
+              outputTokens: usage.output
+            })
+            const remembered = key === undefined
+              ? recorded
+              : Effect.zipRight(recorded, affinity.set(key, attempt.endpoint.id))
+            return Effect.flatMap(
+              remembered,
+              () =>
+                plugins["response-healing"] === undefined
+                  ? respond(upstreamMessage)
+                  : Effect.flatMap(heal(upstreamMessage, request, plugins, steps), respond)
+            )
+          }
+          /** Attempts in order; the next one only after a retryable failure. */
+          const attempt = (i: number): Effect.Effect<ExecutionResult, GatewayError.GatewayError> => {
+            const current = attempts[i]
+            const attemptStart = clock.unsafeCurrentTimeMillis()
+            return Effect.matchEffect(createMessage(current), {
+              onFailure: (error) => {
+                const retryable = isRetryable(error)
+                const next = retryable && i < attempts.length - 1
+                steps.push(failureStep(current, error, next))
+                return Effect.zipRight(
+                  recordFailedAttempt(current, attemptStart, clock.unsafeCurrentTimeMillis(), error),
+                  next ? attempt(i + 1) : fail(toGatewayError(error), attempts.length)
+                )
+              },
+              onSuccess: (message) => answered(current, i, attemptStart, message)
+            })
+          }
+          return attempt(0)
+        }
+
+        return Effect.gen(function*() {
+          // Streaming: the scope lives as long as the returned stream; it owns the committed upstream request.
+          const scope = yield* Scope.make()
+          const committed = yield* Effect.onExit(
+            streamAttempts(
+              upstream,
+              attempts,
+              call,
+              steps,
+              scope,
+              (attempt, startedAt, error) =>
+                recordFailedAttempt(attempt, startedAt, clock.unsafeCurrentTimeMillis(), error),
+              clock
+            ),
+            (exit) => (Exit.isSuccess(exit) ? Effect.void : Scope.close(scope, exit))
+          )
+          if (committed._tag === "Failed") {
+            yield* Scope.close(scope, Exit.void)
+            return yield* fail(committed.error, attempts.length)
+          }
+          const { attempt, attemptStart, firstContentAt, held, index, rest } = committed
+          if (key !== undefined) {
+            yield* affinity.set(key, attempt.endpoint.id)
+          }
+          const modelId = attempt.model.id
+          let usage: JsonObject = {}
+          let sawStop = false
+          let errorType: string | null = null
+          let failure: UpstreamError | undefined
+          const current = () => total(attempt, billed(usage))
+          const decorate = (event: StreamEvent): string => {
+            switch (event.type) {
+              case "message_start": {
+                const message = (event.message ?? {}) as JsonObject
+                usage = { ...(message.usage as JsonObject | undefined) }
+                const sum = current()
+                const out: JsonObject = Object.assign({}, message, {
+                  model: modelId,
+                  provider: attempt.endpoint.provider,
+                  usage: completeUsage(shownUsage(usage, sum.usage), sum.cost)
+                })
+                if (context.metadata) {
+                  out.service_metadata = metadata()
+                }
+                return sseFrame({ ...event, message: out })
+              }
+              case "message_delta": {
+                const delta = event.usage as JsonObject | undefined
+                if (delta !== undefined) {
+                  for (const [k, value] of Object.entries(delta)) {
+                    if (value !== null) {
+                      usage[k] = value
+                    }
                   }
                 }
+                const sum = current()
+                const shown: JsonObject = Object.assign({}, delta, {
+                  output_tokens: sum.usage.output,
+                  cost: Number(sum.cost)
+                })
+                if (run.extra !== undefined) {
+                  if (typeof delta?.input_tokens === "number") {
+                    shown.input_tokens = sum.usage.input
+                  }
+                  if (typeof delta?.cache_read_input_tokens === "number") {
+                    shown.cache_read_input_tokens = sum.usage.cacheRead
+                  }
+                  if (typeof delta?.cache_creation_input_tokens === "number") {
+                    shown.cache_creation_input_tokens = sum.usage.cacheWrite
+                  }
+                }
+                return sseFrame({ ...event, usage: shown })
               }
-              const sum = current()
-              const shown: JsonObject = Object.assign({}, delta, {
-                output_tokens: sum.usage.output,
-                cost: Number(sum.cost)
-              })
-              if (run.extra !== undefined) {
-                if (typeof delta?.input_tokens === "number") {
-                  shown.input_tokens = sum.usage.input
-                }
-                if (typeof delta?.cache_read_input_tokens === "number") {
-                  shown.cache_read_input_tokens = sum.usage.cacheRead
-                }
-                if (typeof delta?.cache_creation_input_tokens === "number") {
-                  shown.cache_creation_input_tokens = sum.usage.cacheWrite
-                }
-              }
-              return sseFrame({ ...event, usage: shown })
+              case "message_stop":
+                sawStop = true
+                return sseFrame(event)
+              default:
+                return sseFrame(event)
             }
-            case "message_stop":
-              sawStop = true
-              return sseFrame(event)
-            default:
-              return sseFrame(event)
           }
-        }
-        steps.push(successStep(attempt, index))
-        yield* Scope.addFinalizer(
-          scope,
-          Effect.suspend(() => {
-            const sum = current()
-            return Effect.zipRight(
-              recordAttempt(attempt.endpoint.id, attemptStart, {
-                outcome: failure === undefined ? (sawStop ? "ok" : undefined) : outcomeOf(failure),
-                ttfbMs: firstContentAt - attemptStart,
-                outputTokens: sum.usage.output
-              }),
-              record({
-                attempt,
-                attempts: index + 1,
-                status: 200,
-                errorType,
-                usage: sum.usage,
-                cost: sum.cost,
-                ttfbMs: firstContentAt - run.started
-              })
-            )
-          })
-        )
-        const frames = Stream.concat(Stream.fromIterable(held), rest).pipe(
-          Stream.map(decorate),
-          Stream.catchAll((error) => {
-            failure = error
-            const mapped = toGatewayError(error)
-            errorType = GatewayError.describe(mapped).type
-            return Stream.succeed(inBandError(mapped, context.requestId))
-          }),
-          Stream.concat(Stream.suspend(() => {
-            if (sawStop || errorType !== null) {
-              return Stream.empty
-            }
-            errorType = "api_error"
-            return Stream.succeed(
-              inBandError(
-                new GatewayError.InternalError({ message: "upstream stream ended before message_stop" }),
-                context.requestId
+          steps.push(successStep(attempt, index))
+          yield* Scope.addFinalizer(
+            scope,
+            Effect.suspend(() => {
+              const sum = current()
+              return Effect.zipRight(
+                recordAttempt(attempt.endpoint.id, attemptStart, clock.unsafeCurrentTimeMillis(), {
+                  outcome: failure === undefined ? (sawStop ? "ok" : undefined) : outcomeOf(failure),
+                  ttfbMs: firstContentAt - attemptStart,
+                  outputTokens: sum.usage.output
+                }),
+                record({
+                  attempt,
+                  attempts: index + 1,
+                  status: 200,
+                  errorType,
+                  usage: sum.usage,
+                  cost: sum.cost,
+                  ttfbMs: firstContentAt - run.started
+                })
               )
-            )
-          })),
-          Stream.ensuring(Scope.close(scope, Exit.void))
-        )
-        return { outcome: { _tag: "Stream", frames } as MessagesOutcome, message: undefined, usage: undefined }
+            })
+          )
+          const frames = Stream.concat(Stream.fromIterable(held), rest).pipe(
+            Stream.map(decorate),
+            Stream.catchAll((error) => {
+              failure = error
+              const mapped = toGatewayError(error)
+              errorType = GatewayError.describe(mapped).type
+              return Stream.succeed(inBandError(mapped, context.requestId))
+            }),
+            Stream.concat(Stream.suspend(() => {
+              if (sawStop || errorType !== null) {
+                return Stream.empty
+              }
+              errorType = "api_error"
+              return Stream.succeed(
+                inBandError(
+                  new GatewayError.InternalError({ message: "upstream stream ended before message_stop" }),
+                  context.requestId
+                )
+              )
+            })),
+            Stream.ensuring(Scope.close(scope, Exit.void))
+          )
+          return { outcome: { _tag: "Stream", frames } as MessagesOutcome, message: undefined, usage: undefined }
+        })
       })
 
     /** response-healing: repairs and validates a JSON answer when the request asked for a json_schema format. */
@@ -652,9 +715,7 @@ export const make = (options: MessagesOptions = {}) =>
             return message
           }
           // the healed text replaces the first text block, in its place (thinking blocks stay first)
-          const first = message.content.findIndex((b) =>
-            b.type === "text"
-          )
+          const first = message.content.findIndex((b) => b.type === "text")
           return {
             ...message,
             content: message.content.flatMap((b, i) =>
@@ -866,32 +927,44 @@ export const make = (options: MessagesOptions = {}) =>
         })
       })
 
-    const create = (context: RequestContext, raw: unknown) =>
-      Effect.gen(function*() {
-        const started = yield* Clock.currentTimeMillis
+    const needsPreflight = (plugins: Plugins) =>
+      plugins.moderation !== undefined || plugins.web !== undefined || plugins["web-fetch"] !== undefined ||
+      plugins["context-compression"] !== undefined
+
+    // Validation, plugins, model choice, then the execution: a chain of Effects, not a generator (see `execute`).
+    const create = (context: RequestContext, raw: unknown): Effect.Effect<MessagesOutcome, GatewayError.GatewayError> =>
+      Effect.clockWith((clock) => {
+        const started = clock.unsafeCurrentTimeMillis()
         const decoded = MessagesRequest.validate(raw)
-        if (Either.isLeft(decoded)) return yield* Effect.fail(decoded.left)
+        if (Either.isLeft(decoded)) return Effect.fail(decoded.left)
         const request = decoded.right
         const { index, plugins } = enabledPlugins(request)
         const steps: Array<PipelineStep> = []
-        const body = yield* preflight(raw as JsonObject, plugins, steps)
-        const snapshot = yield* catalogue.snapshot
-        const chosen = chooseModel(request, body, plugins, index, steps, snapshot)
-        if (Either.isLeft(chosen)) return yield* Effect.fail(chosen.left)
-        const run: Run = {
-          context,
-          request,
-          body,
-          modelId: chosen.right,
-          plugins,
-          steps,
-          stream: request.stream === true,
-          started,
-          snapshot,
-          recordUsage: true
-        }
-        const result = plugins.fusion !== undefined ? yield* fusion(run, plugins.fusion) : yield* execute(run)
-        return result.outcome
+        const routed = (body: JsonObject) =>
+          Effect.flatMap(catalogue.snapshot, (snapshot) => {
+            const chosen = chooseModel(request, body, plugins, index, steps, snapshot)
+            if (Either.isLeft(chosen)) return Effect.fail(chosen.left)
+            const run: Run = {
+              context,
+              request,
+              body,
+              modelId: chosen.right,
+              plugins,
+              steps,
+              stream: request.stream === true,
+              started,
+              clock,
+              snapshot,
+              recordUsage: true
+            }
+            return Effect.map(
+              plugins.fusion !== undefined ? fusion(run, plugins.fusion) : execute(run),
+              (result) => result.outcome
+            )
+          })
+        return needsPreflight(plugins)
+          ? Effect.flatMap(preflight(raw as JsonObject, plugins, steps), routed)
+          : routed(raw as JsonObject)
       })
 
     return MessagesService.of({ create })
@@ -930,13 +1003,14 @@ const streamAttempts = (
   call: (attempt: Attempt) => Effect.Effect<MessagesCall, UpstreamError>,
   steps: Array<PipelineStep>,
   scope: Scope.CloseableScope,
-  recordFailure: (attempt: Attempt, startedAt: number, error: UpstreamError) => Effect.Effect<void>
+  recordFailure: (attempt: Attempt, startedAt: number, error: UpstreamError) => Effect.Effect<void>,
+  clock: Clock.Clock
 ) =>
   Effect.gen(function*() {
     let last: UpstreamError | undefined
     for (let i = 0; i < attempts.length; i++) {
       const attempt = attempts[i]
-      const attemptStart = yield* Clock.currentTimeMillis
+      const attemptStart = clock.unsafeCurrentTimeMillis()
       const child = yield* Scope.fork(scope, ExecutionStrategy.sequential)
       const pull = yield* Scope.extend(
         Stream.toPull(Stream.unwrap(Effect.map(call(attempt), upstream.streamMessage))),
@@ -960,7 +1034,7 @@ const streamAttempts = (
         }
       }
       if (outcome === "content" || outcome === "done") {
-        const firstContentAt = yield* Clock.currentTimeMillis
+        const firstContentAt = clock.unsafeCurrentTimeMillis()
         return {
           _tag: "Committed",
           attempt,
