@@ -6,7 +6,7 @@
 import { GatewayError, Keys, type MessagesService as MessagesServiceModule } from "@model-gateway/core"
 import { MessagesService } from "@model-gateway/core"
 import type { Stream } from "effect"
-import { Effect, Option } from "effect"
+import { Effect, Either, Option } from "effect"
 import * as ErrorResponses from "./ErrorResponses.js"
 
 /** Header values as node gives them: lower-case names. */
@@ -73,25 +73,31 @@ const SSE_HEADERS = {
 
 const decoder = new TextDecoder()
 
-/** Parses a JSON request body, with a clear 400 for the wrong content type or malformed JSON. */
+/** A JSON request body, parsed; a clear 400 for the wrong content type or malformed JSON. */
+export const jsonBodyOf = (
+  request: GatewayRequest,
+  bytes: Uint8Array
+): Either.Either<unknown, GatewayError.InvalidRequest> => {
+  const contentType = header(request.headers, "content-type")
+  if (contentType === undefined || !/^application\/([\w.+-]*\+)?json\b/i.test(contentType.trim())) {
+    return Either.left(
+      new GatewayError.InvalidRequest({
+        message: `Content-Type must be application/json (got ${contentType ?? "none"})`
+      })
+    )
+  }
+  try {
+    return Either.right(JSON.parse(decoder.decode(bytes)) as unknown)
+  } catch (e) {
+    return Either.left(
+      new GatewayError.InvalidRequest({ message: `Malformed JSON in request body: ${(e as Error).message}` })
+    )
+  }
+}
+
+/** `jsonBodyOf` as an Effect. */
 export const parseJsonBody = (request: GatewayRequest, bytes: Uint8Array) =>
-  Effect.suspend(() => {
-    const contentType = header(request.headers, "content-type")
-    if (contentType === undefined || !/^application\/([\w.+-]*\+)?json\b/i.test(contentType.trim())) {
-      return Effect.fail(
-        new GatewayError.InvalidRequest({
-          message: `Content-Type must be application/json (got ${contentType ?? "none"})`
-        })
-      )
-    }
-    try {
-      return Effect.succeed(JSON.parse(decoder.decode(bytes)) as unknown)
-    } catch (e) {
-      return Effect.fail(
-        new GatewayError.InvalidRequest({ message: `Malformed JSON in request body: ${(e as Error).message}` })
-      )
-    }
-  })
+  Effect.suspend(() => jsonBodyOf(request, bytes))
 
 /** Authenticates the request's key. */
 export const authenticate = (headers: Headers) =>
@@ -172,11 +178,12 @@ const messages = (request: GatewayRequest, requestId: string) =>
         })
       )
     }
-    return Effect.flatMap(request.body, (bytes) =>
-      Effect.flatMap(
-        parseJsonBody(request, bytes),
-        (body) => create(contextOf(request, requestId, principal, sessionId, bytes), body)
-      ))
+    return Effect.flatMap(request.body, (bytes) => {
+      const body = jsonBodyOf(request, bytes)
+      return Either.isLeft(body)
+        ? Effect.fail(body.left)
+        : create(contextOf(request, requestId, principal, sessionId, bytes), body.right)
+    })
   }).pipe(
     Effect.catchAll((error) => Effect.succeed(ErrorResponses.messages(error, requestId)))
   )

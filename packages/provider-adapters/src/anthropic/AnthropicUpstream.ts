@@ -53,6 +53,13 @@ const streamError = (data: Wire.JsonObject): Upstream.UpstreamError => {
 const withStream = (body: Wire.JsonObject, stream: boolean): Wire.JsonObject =>
   Object.hasOwn(body, "__proto__") ? { ...body, stream } : Object.assign({}, body, { stream })
 
+const checkMessage = (json: unknown): Upstream.UpstreamError | undefined => {
+  const message = json as Wire.Message | undefined
+  return message !== undefined && message !== null && Array.isArray(message.content)
+    ? undefined
+    : new Upstream.UpstreamError({ kind: "transport", message: "upstream answered without a message" })
+}
+
 /** An Upstream for one Anthropic-protocol provider. */
 export const make = (options: AnthropicOptions): Upstream.UpstreamService => {
   const transport = makeTransport(options.timeouts)
@@ -78,17 +85,9 @@ export const make = (options: AnthropicOptions): Upstream.UpstreamService => {
       headers: headersFor(call, false),
       body: JSON.stringify(withStream(call.body, false)),
       stream: false,
-      describeError
-    }).pipe(
-      Effect.flatMap((json) => {
-        const message = json as Wire.Message | undefined
-        return message !== undefined && message !== null && Array.isArray(message.content)
-          ? Effect.succeed(message)
-          : Effect.fail(
-            new Upstream.UpstreamError({ kind: "transport", message: "upstream answered without a message" })
-          )
-      })
-    )
+      describeError,
+      check: checkMessage
+    }) as Effect.Effect<Wire.Message, Upstream.UpstreamError>
 
   // Events are decoded as each network read arrives, with no Effect per event (see Transport.postEventStream).
   const streamMessage = (call: Upstream.MessagesCall): Stream.Stream<Wire.StreamEvent, Upstream.UpstreamError> => {

@@ -110,6 +110,11 @@ export interface HttpCall {
   readonly stream: boolean
   /** Reads a provider error body into (message, error type). */
   readonly describeError: (body: unknown, text: string) => { message: string; type?: string | undefined }
+  /**
+   * Checks a parsed successful answer (JSON answers only): a returned error fails the call. Done in the transport's
+   * handler so that an adapter needs no further Effect step per call to check the shape of what it got.
+   */
+  readonly check?: ((json: unknown) => Upstream.UpstreamError | undefined) | undefined
 }
 
 /** An upstream URL split as undici's dispatcher takes it. */
@@ -240,7 +245,8 @@ class JsonHandler {
         })
       ))
     }
-    this.resume(Effect.succeed(json))
+    const invalid = this.call.check?.(json)
+    this.resume(invalid === undefined ? Effect.succeed(json) : Effect.fail(invalid))
   }
 
   onError(error: Error): void {
