@@ -8,7 +8,7 @@
  * `Clock`.
  */
 import { CircuitBreaker, EndpointStats, HealthWindows } from "@model-gateway/core"
-import { Clock, Duration, Effect, Layer } from "effect"
+import { Duration, Effect, Layer } from "effect"
 
 export interface MemoryEndpointStatsOptions {
   /** How long computed percentiles and uptime are reused (default 1 second; 0 computes on every read). */
@@ -83,12 +83,16 @@ export const make = (options: MemoryEndpointStatsOptions = {}): Effect.Effect<Me
         if (attempt.at > entry.lastAt) entry.lastAt = attempt.at
       })
 
-    const snapshot: Effect.Effect<EndpointStats.HealthSnapshot> = Effect.map(Clock.currentTimeMillis, (now) => ({
-      get: (endpointId) => {
-        const entry = entries.get(endpointId)
-        return entry === undefined ? undefined : healthOf(entry, now)
-      }
-    }))
+    // The clock read synchronously: on every request, one Effect step rather than three.
+    const snapshot: Effect.Effect<EndpointStats.HealthSnapshot> = Effect.clockWith((clock) => {
+      const now = clock.unsafeCurrentTimeMillis()
+      return Effect.succeed({
+        get: (endpointId) => {
+          const entry = entries.get(endpointId)
+          return entry === undefined ? undefined : healthOf(entry, now)
+        }
+      })
+    })
 
     const footprint = Effect.sync((): Footprint => {
       let windowBytes = 0
