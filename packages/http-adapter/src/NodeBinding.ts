@@ -6,7 +6,7 @@
  */
 import { GatewayError } from "@model-gateway/core"
 import type { ManagedRuntime } from "effect"
-import { Chunk, Effect, FiberId, Stream } from "effect"
+import { Cause, Chunk, Effect, Exit, FiberId, Stream } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { GatewayRequest, GatewayResponse, Handler, HandlerRequirements } from "./GatewayHttp.js"
 
@@ -146,8 +146,9 @@ const describe = (
 const READ_AHEAD_BYTES = 256 * 1024
 
 /**
- * Reads a small declared body with plain listeners, then calls `ready` with it (or with the read's failure). Nothing
- * is called when the client goes away first.
+ * Reads a small declared body with plain listeners, then calls `ready` with it. Nothing is called when the request
+ * fails or closes before its end: the client is gone (an error on the request means its socket was destroyed), and
+ * there is nobody to answer.
  */
 const readAhead = (req: IncomingMessage, ready: (body: GatewayRequest["body"]) => void): void => {
   const chunks: Array<Buffer> = []
@@ -155,8 +156,8 @@ const readAhead = (req: IncomingMessage, ready: (body: GatewayRequest["body"]) =
   const cleanup = () => {
     req.off("data", onData)
     req.off("end", onEnd)
-    req.off("error", onError)
-    req.off("close", onClose)
+    req.off("error", cleanup)
+    req.off("close", cleanup)
   }
   const onData = (chunk: Buffer) => {
     size += chunk.length
@@ -166,18 +167,10 @@ const readAhead = (req: IncomingMessage, ready: (body: GatewayRequest["body"]) =
     cleanup()
     ready(Effect.succeed(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)))
   }
-  const onError = (error: Error) => {
-    cleanup()
-    ready(Effect.fail(new GatewayError.InvalidRequest({ message: `Could not read request body: ${error.message}` })))
-  }
-  // Closed before its end: the client is gone, and there is nobody to answer.
-  const onClose = () => {
-    if (!req.complete) cleanup()
-  }
   req.on("data", onData)
   req.on("end", onEnd)
-  req.on("error", onError)
-  req.on("close", onClose)
+  req.on("error", cleanup)
+  req.on("close", cleanup)
 }
 
 const internalError = JSON.stringify({
@@ -199,18 +192,18 @@ export const makeListener = <E>(
   const readAheadLimit = Math.min(limit, READ_AHEAD_BYTES)
   const serve = (req: IncomingMessage, res: ServerResponse, body: GatewayRequest["body"]): void => {
     const fiber = runtime.runFork(
-      Effect.flatMap(handler(describe(req, options, body)), (response) => writeResponse(res, response)).pipe(
-        Effect.catchAllDefect((defect) =>
-          Effect.sync(() => {
-            if (!res.headersSent) {
-              res.writeHead(500, { "content-type": "application/json" })
-              res.end(internalError)
-            } else res.destroy()
-            return defect
-          }).pipe(Effect.flatMap((d) => Effect.logError("request failed", d)))
-        )
-      )
+      Effect.flatMap(handler(describe(req, options, body)), (response) => writeResponse(res, response))
     )
+    // A defect (the handler cannot fail otherwise) still gets an answer. Watched from outside the fiber rather than
+    // with `catchAllDefect`, which would add Effect steps to every request for what should never happen.
+    fiber.addObserver((exit) => {
+      if (Exit.isSuccess(exit) || Cause.isInterruptedOnly(exit.cause)) return
+      if (!res.headersSent) {
+        res.writeHead(500, { "content-type": "application/json" })
+        res.end(internalError)
+      } else res.destroy()
+      runtime.runFork(Effect.logError("request failed", exit.cause))
+    })
     res.on("close", () => {
       if (!res.writableFinished) fiber.unsafeInterruptAsFork(FiberId.none)
     })

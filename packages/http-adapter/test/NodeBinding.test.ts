@@ -1,0 +1,121 @@
+import { afterEach, describe, expect, it } from "@effect/vitest"
+import { Effect, Layer, ManagedRuntime } from "effect"
+import { createServer, request as httpRequest, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import type { GatewayRequest, Handler, HandlerRequirements } from "../src/GatewayHttp.js"
+import * as NodeBinding from "../src/NodeBinding.js"
+
+// The binding alone, with handlers written for each case: how bodies are read (ahead of the fiber or on demand),
+// what a defect becomes, and what happens when the client goes away while its body is still arriving.
+
+const runtime = ManagedRuntime.make(Layer.empty) as unknown as ManagedRuntime.ManagedRuntime<HandlerRequirements, never>
+let server: Server | undefined
+
+afterEach(async () => {
+  await new Promise<void>((resolve) => (server === undefined ? resolve() : server.close(() => resolve())))
+  server = undefined
+})
+
+const listen = async (handler: Handler, options: NodeBinding.NodeOptions = {}): Promise<string> => {
+  server = createServer(NodeBinding.makeListener(runtime, handler, options))
+  await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve))
+  return `http://127.0.0.1:${(server!.address() as AddressInfo).port}`
+}
+
+/** Answers with the size of the body it read, or the read's failure. */
+const echoSize: Handler = (request: GatewayRequest) =>
+  request.body.pipe(
+    Effect.map((bytes) => ({
+      status: 200,
+      headers: { "content-type": "application/json" },
+      body: { _tag: "Text" as const, text: JSON.stringify({ size: bytes.byteLength }) }
+    })),
+    Effect.catchAll((error) =>
+      Effect.succeed({
+        status: error._tag === "PayloadTooLarge" ? 413 : 400,
+        headers: { "content-type": "application/json" },
+        body: { _tag: "Text" as const, text: JSON.stringify({ error: error.message }) }
+      })
+    )
+  )
+
+const post = async (url: string, body: string | Uint8Array, init: RequestInit = {}) => {
+  const response = await fetch(`${url}/v1/messages`, { method: "POST", body, ...init })
+  return { status: response.status, json: await response.json() as Record<string, unknown> }
+}
+
+describe("NodeBinding", () => {
+  it("reads a small declared body, a body just past the read-ahead size, and a chunked body, whole", async () => {
+    const url = await listen(echoSize)
+    expect(await post(url, "x".repeat(10))).toEqual({ status: 200, json: { size: 10 } })
+    expect(await post(url, "")).toEqual({ status: 200, json: { size: 0 } })
+    const large = "y".repeat(256 * 1024 + 1)
+    expect(await post(url, large)).toEqual({ status: 200, json: { size: large.length } })
+    const chunks = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (let i = 0; i < 4; i++) controller.enqueue(new TextEncoder().encode("z".repeat(1000)))
+        controller.close()
+      }
+    })
+    expect(await post(url, chunks as never, { duplex: "half" } as RequestInit)).toEqual({
+      status: 200,
+      json: { size: 4000 }
+    })
+  })
+
+  it("enforces the body limit exactly, declared or not", async () => {
+    const url = await listen(echoSize, { maxBodyBytes: 100 })
+    expect((await post(url, "a".repeat(100))).status).toBe(200)
+    expect((await post(url, "a".repeat(101))).status).toBe(413)
+    const chunked = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new Uint8Array(60))
+        controller.enqueue(new Uint8Array(60))
+        controller.close()
+      }
+    })
+    expect((await post(url, chunked as never, { duplex: "half" } as RequestInit)).status).toBe(413)
+  })
+
+  it("answers a defect with a 500 in the messages error shape, and keeps serving", async () => {
+    let calls = 0
+    const url = await listen((request) => {
+      calls++
+      return calls === 1 ? Effect.die(new Error("boom")) : echoSize(request)
+    })
+    const failed = await post(url, "{}")
+    expect(failed.status).toBe(500)
+    expect(failed.json).toEqual({
+      type: "error",
+      error: { type: "api_error", message: "Internal error" },
+      request_id: null
+    })
+    expect(await post(url, "{}")).toEqual({ status: 200, json: { size: 2 } })
+  })
+
+  it("does not run the handler for a client that goes away before its small body has arrived", async () => {
+    let calls = 0
+    const url = await listen((request) => {
+      calls++
+      return echoSize(request)
+    })
+    const { port } = new URL(url)
+    await new Promise<void>((resolve) => {
+      const req = httpRequest({
+        host: "127.0.0.1",
+        port,
+        method: "POST",
+        path: "/v1/messages",
+        headers: { "content-length": "1000" }
+      })
+      req.on("error", () => resolve())
+      req.write("only part of the body", () => {
+        req.destroy()
+        setTimeout(resolve, 100)
+      })
+    })
+    // The server is still healthy, and only the complete request reached the handler.
+    expect(await post(url, "{}")).toEqual({ status: 200, json: { size: 2 } })
+    expect(calls).toBe(1)
+  })
+})
