@@ -4,7 +4,21 @@
  * before the first content reached the client: lifecycle frames are held back until then. After
  * content has started, a failure becomes an in-band `event: error` and the stream still ends cleanly.
  */
-import { Clock, Context, Effect, Either, ExecutionStrategy, Exit, Layer, Option, Random, Scope, Stream } from "effect"
+import {
+  Channel,
+  Chunk,
+  Clock,
+  Context,
+  Effect,
+  Either,
+  ExecutionStrategy,
+  Exit,
+  Layer,
+  Option,
+  Random,
+  Scope,
+  Stream
+} from "effect"
 import type { Principal } from "../auth/Keys.js"
 import type { CatalogueSnapshot, Model } from "../catalogue/Catalogue.js"
 import { Catalogue } from "../catalogue/Catalogue.js"
@@ -580,7 +594,7 @@ export const make = (options: MessagesOptions = {}) =>
             yield* Scope.close(scope, Exit.void)
             return yield* fail(committed.error, attempts.length)
           }
-          const { attempt, attemptStart, firstContentAt, held, index, rest } = committed
+          const { attempt, attemptStart, done, firstContentAt, held, index, pull } = committed
           if (key !== undefined) {
             yield* affinity.set(key, attempt.endpoint.id)
           }
@@ -663,27 +677,38 @@ export const make = (options: MessagesOptions = {}) =>
               )
             })
           )
-          const frames = Stream.concat(Stream.fromIterable(held), rest).pipe(
-            Stream.map(decorate),
-            Stream.catchAll((error) => {
-              failure = error
-              const mapped = toGatewayError(error)
-              errorType = GatewayError.describe(mapped).type
-              return Stream.succeed(inBandError(mapped, context.requestId))
-            }),
-            Stream.concat(Stream.suspend(() => {
-              if (sawStop || errorType !== null) {
-                return Stream.empty
-              }
-              errorType = "api_error"
-              return Stream.succeed(
-                inBandError(
-                  new GatewayError.InternalError({ message: "upstream stream ended before message_stop" }),
-                  context.requestId
-                )
-              )
-            })),
-            Stream.ensuring(Scope.close(scope, Exit.void))
+          /** The failure of the committed attempt after content: an in-band error frame, then the end. */
+          const failed = (error: UpstreamError): string => {
+            failure = error
+            const mapped = toGatewayError(error)
+            errorType = GatewayError.describe(mapped).type
+            return inBandError(mapped, context.requestId)
+          }
+          /** The end of the upstream stream: never a silently truncated answer. */
+          const ended: Channel.Channel<Chunk.Chunk<string>> = Channel.suspend(() => {
+            if (sawStop || errorType !== null) return Channel.void
+            errorType = "api_error"
+            return Channel.write(Chunk.of(inBandError(
+              new GatewayError.InternalError({ message: "upstream stream ended before message_stop" }),
+              context.requestId
+            )))
+          })
+          // One channel that loops over the upstream's chunks, decorating each chunk's events as it comes: a stage per
+          // concern (map, catchAll, concat, ensuring) would cost each chunk a few µs of Effect channel machinery more.
+          const loop: Channel.Channel<Chunk.Chunk<string>> = Channel.flatMap(
+            Channel.fromEffect(Effect.either(pull)),
+            (next) =>
+              Either.isRight(next)
+                ? Channel.zipRight(Channel.write(Chunk.map(next.right, decorate)), loop)
+                : Option.isSome(next.left)
+                ? Channel.write(Chunk.of(failed(next.left.value)))
+                : ended
+          )
+          const frames = Stream.fromChannel(
+            Channel.ensuring(
+              Channel.zipRight(Channel.write(Chunk.map(Chunk.unsafeFromArray(held), decorate)), done ? ended : loop),
+              Scope.close(scope, Exit.void)
+            )
           )
           return { outcome: { _tag: "Stream", frames } as MessagesOutcome, message: undefined, usage: undefined }
         })
@@ -988,7 +1013,9 @@ type Committed =
     readonly index: number
     readonly attemptStart: number
     readonly held: ReadonlyArray<StreamEvent>
-    readonly rest: Stream.Stream<StreamEvent, UpstreamError>
+    /** The attempt's next events; not to be pulled when `done` (its `message_stop` is held already). */
+    readonly pull: Effect.Effect<Chunk.Chunk<StreamEvent>, Option.Option<UpstreamError>>
+    readonly done: boolean
     readonly firstContentAt: number
   }
   | { readonly _tag: "Failed"; readonly error: GatewayError.GatewayError }
@@ -1041,7 +1068,8 @@ const streamAttempts = (
           index: i,
           attemptStart,
           held,
-          rest: outcome === "done" ? Stream.empty : Stream.repeatEffectChunkOption(pull),
+          pull,
+          done: outcome === "done",
           firstContentAt
         } as Committed
       }
