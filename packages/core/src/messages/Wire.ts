@@ -34,5 +34,27 @@ export interface StreamEvent {
   [key: string]: unknown
 }
 
+/**
+ * Where an adapter that parsed an event from its upstream's JSON keeps that JSON text (see `withRawData`). A
+ * non-enumerable property: copies of the event (spread, `Object.assign`) do not carry it, so an event the gateway
+ * rewrites is serialised anew, and an event passed on as it came is sent as it came.
+ */
+export const RawData: unique symbol = Symbol.for("@model-gateway/core/Wire/RawData")
+
+/**
+ * Marks `event` as parsed from `raw`, unchanged: `sseFrame` then sends `raw` itself rather than serialising the event
+ * again (the events of a stream are mostly deltas that the gateway does not touch). The caller must not change the
+ * event afterwards.
+ */
+export const withRawData = <E extends StreamEvent>(event: E, raw: string): E =>
+  Object.defineProperty(event, RawData, { value: raw, enumerable: false, writable: false })
+
+const rawDataOf = (event: StreamEvent): string | undefined => {
+  const raw = (event as { readonly [RawData]?: unknown })[RawData]
+  // A multi-line text would need one `data:` line per line: serialising the event again is simpler.
+  return typeof raw === "string" && raw.indexOf("\n") === -1 && raw.indexOf("\r") === -1 ? raw : undefined
+}
+
 /** Serialises one stream event as a named SSE frame, the only form the Anthropic SDK reads. */
-export const sseFrame = (event: StreamEvent): string => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`
+export const sseFrame = (event: StreamEvent): string =>
+  `event: ${event.type}\ndata: ${rawDataOf(event) ?? JSON.stringify(event)}\n\n`

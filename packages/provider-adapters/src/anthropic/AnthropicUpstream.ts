@@ -3,7 +3,7 @@
  * the endpoint's upstream id) and passes the answer and every stream event through faithfully —
  * thinking and signatures, tool_use, server tool blocks, citations, cache usage fields.
  */
-import type { Wire } from "@model-gateway/core"
+import { Wire } from "@model-gateway/core"
 import { Upstream } from "@model-gateway/core"
 import { Effect } from "effect"
 import type { Stream } from "effect"
@@ -107,9 +107,10 @@ export const make = (options: AnthropicOptions): Upstream.UpstreamService => {
           throw new Upstream.UpstreamError({ kind: "transport", message: "upstream sent a malformed stream event" })
         }
         if ((message.event ?? data.type) === "error") throw streamError(data)
-        if (typeof data.type !== "string") data.type = message.event ?? "message"
         if (data.type === "message_stop") stopped = true
-        out.push(data as Wire.StreamEvent)
+        // An event passed on as it came is sent as it came (its text kept, not serialised again).
+        if (typeof data.type === "string") out.push(Wire.withRawData(data as Wire.StreamEvent, message.data))
+        else out.push(Object.assign(data, { type: message.event ?? "message" }))
       },
       end: () => {
         if (!stopped) {

@@ -1,0 +1,36 @@
+import { describe, expect, it } from "@effect/vitest"
+import * as Wire from "../src/messages/Wire.js"
+
+describe("Wire.sseFrame", () => {
+  it("serialises an event as a named frame", () => {
+    expect(Wire.sseFrame({ type: "ping" })).toBe("event: ping\ndata: {\"type\":\"ping\"}\n\n")
+  })
+
+  it("sends an event parsed from the upstream's text as that text, byte for byte", () => {
+    const raw =
+      "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"caf\\u00e9\"}}"
+    const event = Wire.withRawData(JSON.parse(raw) as Wire.StreamEvent, raw)
+    expect(Wire.sseFrame(event)).toBe(`event: content_block_delta\ndata: ${raw}\n\n`)
+    // the mark is invisible to JSON and to enumeration
+    expect(Object.keys(event)).toEqual(["type", "index", "delta"])
+    expect(JSON.stringify(event)).toBe(JSON.stringify(JSON.parse(raw)))
+  })
+
+  it("serialises a rewritten copy anew: spreads and Object.assign do not carry the upstream's text", () => {
+    const raw = "{\"type\":\"message_start\",\"message\":{\"model\":\"upstream-id\"}}"
+    const event = Wire.withRawData(JSON.parse(raw) as Wire.StreamEvent, raw)
+    const spread = { ...event, message: { model: "gateway/model" } }
+    const assigned = Object.assign({}, event, { message: { model: "gateway/model" } })
+    for (const copy of [spread, assigned]) {
+      expect(Wire.sseFrame(copy)).toBe(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"model\":\"gateway/model\"}}\n\n"
+      )
+    }
+  })
+
+  it("never sends a multi-line text as one data line", () => {
+    const raw = "{\"type\":\"ping\",\n\"x\":1}"
+    const event = Wire.withRawData(JSON.parse(raw) as Wire.StreamEvent, raw)
+    expect(Wire.sseFrame(event)).toBe("event: ping\ndata: {\"type\":\"ping\",\"x\":1}\n\n")
+  })
+})
