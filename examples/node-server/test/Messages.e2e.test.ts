@@ -409,6 +409,21 @@ describe("forwarding", () => {
   })
 })
 
+describe("forwarding a __proto__ field", () => {
+  it("forwards it as a plain field (never as a prototype) and answers normally", async () => {
+    const response = await post(
+      h,
+      "{\"model\":\"anthro/claude\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]," +
+        "\"__proto__\":{\"polluted\":true}}"
+    )
+    expect(response.status).toBe(200)
+    const received = h.anthropic.requests.at(-1)!
+    expect(received.body.model).toBe("claude-fake-1")
+    expect(Object.getOwnPropertyDescriptor(received.body, "__proto__")?.value).toEqual({ polluted: true })
+    expect(received.body.polluted).toBeUndefined()
+  })
+})
+
 describe("usage log", () => {
   it("records each request with app attribution, off the request path", async () => {
     const response = await post(h, {

@@ -81,17 +81,31 @@ export class MessagesService extends Context.Tag("@model-gateway/core/MessagesSe
 >() {}
 
 /** Fields only the gateway understands; never sent to a provider. */
-const GATEWAY_FIELDS = ["models", "fallbacks", "provider", "plugins", "session_id", "route", "trace", "user"] as const
+const GATEWAY_FIELDS = new Set(["models", "fallbacks", "provider", "plugins", "session_id", "route", "trace", "user"])
 
 /** The body an Anthropic-protocol upstream receives: the client's, less gateway fields, `user` mapped to metadata. */
 export const forwardBody = (body: JsonObject): JsonObject => {
-  const out: JsonObject = { ...body }
-  for (const key of GATEWAY_FIELDS) delete out[key]
+  // Copied key by key rather than spread and `delete`d: a `delete` turns the object into a slow dictionary.
+  const out: JsonObject = {}
+  for (const key of Object.keys(body)) {
+    if (GATEWAY_FIELDS.has(key)) continue
+    // An own `__proto__` key (JSON.parse makes one) stays a plain field, as a spread would keep it.
+    if (key === "__proto__") {
+      Object.defineProperty(out, key, { value: body[key], enumerable: true, writable: true, configurable: true })
+    } else out[key] = body[key]
+  }
   if (typeof body.user === "string" && (body.metadata === undefined || body.metadata === null)) {
     out.metadata = { user_id: body.user }
   }
   return out
 }
+
+/**
+ * `{ ...body, model }`. With Object.assign when it can: a spread given a new key is slow on V8 11 (see
+ * docs/benchmarks.md). Object.assign would set the prototype for an own `__proto__` key, where a spread copies it.
+ */
+const withModel = (body: JsonObject, model: string): JsonObject =>
+  Object.hasOwn(body, "__proto__") ? { ...body, model } : Object.assign({}, body, { model })
 
 const hasBlock = (messages: unknown, kind: string): boolean => {
   if (!Array.isArray(messages)) return false
@@ -418,9 +432,8 @@ export const make = (options: MessagesOptions = {}) =>
           body: callBody,
           headers: context.headers
         })
-        // Object.assign rather than a spread given a new key (slow on V8 11, see docs/benchmarks.md).
         const plainCall = (attempt: Attempt): MessagesCall =>
-          callOf(attempt, Object.assign({}, forward, { model: attempt.endpoint.upstreamModel }))
+          callOf(attempt, withModel(forward, attempt.endpoint.upstreamModel))
         const call = (attempt: Attempt): Effect.Effect<MessagesCall, UpstreamError> =>
           transforms
             ? Effect.map(bodyFor(attempt), (callBody) => callOf(attempt, callBody))
