@@ -13,9 +13,9 @@
 // (a child does not start, the gateway answers wrongly).
 //
 // Environment:
-//   BENCH_DURATION     seconds of each measured run (default 10)
+//   BENCH_DURATION     seconds of each measured run (default 6)
 //   BENCH_WARMUP       seconds of each target's warm-up run, not measured (default 5; the JIT needs it)
-//   BENCH_ROUNDS       measured runs per target, interleaved across targets (default 3)
+//   BENCH_ROUNDS       measured runs per target, interleaved across targets (default 5)
 //   BENCH_CONNECTIONS  concurrent connections of the load generator (default 32)
 //   BENCH_SCENARIOS    comma-separated subset of "json,stream" (default both)
 //   BENCH_BASELINE=DIR another checkout of this repository, built: its gateway runs as a fourth target,
@@ -56,9 +56,9 @@ const numberFromEnv = (name, fallback) => {
   return n
 }
 
-const DURATION = numberFromEnv("BENCH_DURATION", 10)
+const DURATION = numberFromEnv("BENCH_DURATION", 6)
 const WARMUP = numberFromEnv("BENCH_WARMUP", 5)
-const ROUNDS = Math.round(numberFromEnv("BENCH_ROUNDS", 3))
+const ROUNDS = Math.round(numberFromEnv("BENCH_ROUNDS", 5))
 const CONNECTIONS = Math.round(numberFromEnv("BENCH_CONNECTIONS", 32))
 /** Another checkout, built, whose gateway runs as a fourth target "baseline": an A/B of two builds in one run. */
 const BASELINE = process.env.BENCH_BASELINE || undefined
