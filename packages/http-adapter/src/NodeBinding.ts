@@ -22,6 +22,46 @@ export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
 const tooLarge = (limit: number) =>
   new GatewayError.PayloadTooLarge({ message: `Request body exceeds the limit of ${limit} bytes` })
 
+/**
+ * Collects a request body with plain listeners: `done` with the whole body, or `failed` once it passes `limit` or the
+ * request errs. Nothing is called when the request closes before its end. Returns what removes the listeners.
+ */
+const collectBody = (
+  req: IncomingMessage,
+  limit: number,
+  done: (body: Uint8Array) => void,
+  failed: (error: GatewayError.PayloadTooLarge | GatewayError.InvalidRequest) => void
+): () => void => {
+  const chunks: Array<Buffer> = []
+  let size = 0
+  const cleanup = () => {
+    req.off("data", onData)
+    req.off("end", onEnd)
+    req.off("error", onError)
+    req.off("close", cleanup)
+  }
+  const onData = (chunk: Buffer) => {
+    size += chunk.length
+    if (size > limit) {
+      cleanup()
+      failed(tooLarge(limit))
+    } else chunks.push(chunk)
+  }
+  const onEnd = () => {
+    cleanup()
+    done(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size))
+  }
+  const onError = (error: Error) => {
+    cleanup()
+    failed(new GatewayError.InvalidRequest({ message: `Could not read request body: ${error.message}` }))
+  }
+  req.on("data", onData)
+  req.on("end", onEnd)
+  req.on("error", onError)
+  req.on("close", cleanup)
+  return cleanup
+}
+
 const readBody = (req: IncomingMessage, limit: number) =>
   Effect.async<Uint8Array, GatewayError.PayloadTooLarge | GatewayError.InvalidRequest>((resume) => {
     const declared = Number(req.headers["content-length"])
@@ -29,32 +69,7 @@ const readBody = (req: IncomingMessage, limit: number) =>
       resume(Effect.fail(tooLarge(limit)))
       return
     }
-    const chunks: Array<Buffer> = []
-    let size = 0
-    const cleanup = () => {
-      req.off("data", onData)
-      req.off("end", onEnd)
-      req.off("error", onError)
-    }
-    const onData = (chunk: Buffer) => {
-      size += chunk.length
-      if (size > limit) {
-        cleanup()
-        resume(Effect.fail(tooLarge(limit)))
-      } else chunks.push(chunk)
-    }
-    const onEnd = () => {
-      cleanup()
-      resume(Effect.succeed(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)))
-    }
-    const onError = (error: Error) => {
-      cleanup()
-      resume(Effect.fail(new GatewayError.InvalidRequest({ message: `Could not read request body: ${error.message}` })))
-    }
-    req.on("data", onData)
-    req.on("end", onEnd)
-    req.on("error", onError)
-    return Effect.sync(cleanup)
+    return Effect.sync(collectBody(req, limit, (body) => resume(Effect.succeed(body)), (e) => resume(Effect.fail(e))))
   })
 
 const drained = (res: ServerResponse) =>
@@ -146,31 +161,12 @@ const describe = (
 const READ_AHEAD_BYTES = 256 * 1024
 
 /**
- * Reads a small declared body with plain listeners, then calls `ready` with it. Nothing is called when the request
- * fails or closes before its end: the client is gone (an error on the request means its socket was destroyed), and
- * there is nobody to answer.
+ * Reads a small declared body before the request's fiber starts, then calls `ready` with it. Nothing is called when
+ * the request fails or closes before its end: the client is gone (an error on the request means its socket was
+ * destroyed), and there is nobody to answer.
  */
-const readAhead = (req: IncomingMessage, ready: (body: GatewayRequest["body"]) => void): void => {
-  const chunks: Array<Buffer> = []
-  let size = 0
-  const cleanup = () => {
-    req.off("data", onData)
-    req.off("end", onEnd)
-    req.off("error", cleanup)
-    req.off("close", cleanup)
-  }
-  const onData = (chunk: Buffer) => {
-    size += chunk.length
-    chunks.push(chunk)
-  }
-  const onEnd = () => {
-    cleanup()
-    ready(Effect.succeed(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)))
-  }
-  req.on("data", onData)
-  req.on("end", onEnd)
-  req.on("error", cleanup)
-  req.on("close", cleanup)
+const readAhead = (req: IncomingMessage, limit: number, ready: (body: GatewayRequest["body"]) => void): void => {
+  collectBody(req, limit, (body) => ready(Effect.succeed(body)), () => {})
 }
 
 const internalError = JSON.stringify({
@@ -212,7 +208,7 @@ export const makeListener = <E>(
     const declared = req.headers["content-length"]
     const length = declared === undefined ? NaN : Number(declared)
     if (req.method === "POST" && length >= 0 && length <= readAheadLimit) {
-      readAhead(req, (body) => serve(req, res, body))
+      readAhead(req, readAheadLimit, (body) => serve(req, res, body))
     } else {
       serve(req, res, readBody(req, limit))
     }
