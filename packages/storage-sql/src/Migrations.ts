@@ -104,12 +104,32 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
 
 const migrator = Migrator.make({})
 
+const migrate = migrator({ loader: Migrator.fromRecord(migrations), table })
+
+/**
+ * On PostgreSQL, replicas that start together on a fresh schema would race to create the migrations table (the
+ * migrator checks for it, then creates it: one of them fails on a duplicate type). So the whole run holds a
+ * transaction-scoped advisory lock, per schema, and creates the table (as the migrator would) under it; the others
+ * wait, then find every migration applied. The migrator's own transaction nests inside as a savepoint.
+ */
+const runPg = (sql: SqlClient.SqlClient) =>
+  sql.withTransaction(
+    sql`SELECT pg_advisory_xact_lock(hashtext('model-gateway/migrations/' || current_schema()))`.pipe(
+      Effect.zipRight(sql`CREATE TABLE IF NOT EXISTS ${sql(table)} (
+        migration_id integer primary key,
+        created_at timestamp with time zone not null default now(),
+        name text not null
+      )`),
+      Effect.zipRight(migrate)
+    )
+  )
+
 /** Applies the migrations that have not run yet; returns the ones it applied. */
 export const run: Effect.Effect<
   ReadonlyArray<readonly [id: number, name: string]>,
   Migrator.MigrationError | SqlError,
   SqlClient.SqlClient
-> = migrator({ loader: Migrator.fromRecord(migrations), table })
+> = Effect.flatMap(SqlClient.SqlClient, (sql) => sql.onDialectOrElse({ pg: () => runPg(sql), orElse: () => migrate }))
 
 /** Runs the migrations when built. */
 export const layer: Layer.Layer<never, Migrator.MigrationError | SqlError, SqlClient.SqlClient> = Layer.effectDiscard(

@@ -247,6 +247,28 @@ describe.skipIf(skipPg)("PostgreSQL", () => {
       }).pipe(Effect.provide(storage))
     }))
 
+  it.live("replicas starting together on a fresh schema all come up, and migrate it once", () =>
+    Effect.gen(function*() {
+      const schema = `mg_race_${randomUUID().replaceAll("-", "")}`
+      const start = Effect.scoped(Layer.build(SqlStorage.layerPg({ url: pgUrl, schema })))
+      try {
+        const exits = yield* Effect.all(Array.from({ length: 6 }, () => Effect.exit(start)), {
+          concurrency: "unbounded"
+        })
+        for (const exit of exits) assert.isTrue(Exit.isSuccess(exit), String(exit))
+        const applied = yield* Effect.flatMap(
+          PgClient.PgClient,
+          (sql) => sql<{ migration_id: number }>`SELECT migration_id FROM ${sql(schema)}.mg_migrations ORDER BY 1`
+        ).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(pgUrl) })))
+        assert.deepStrictEqual(applied.map((row) => Number(row.migration_id)), [1, 2, 3, 4])
+      } finally {
+        yield* Effect.flatMap(PgClient.PgClient, (sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`).pipe(
+          Effect.provide(PgClient.layer({ url: Redacted.make(pgUrl) })),
+          Effect.orDie
+        )
+      }
+    }))
+
   it.live("an unreachable server fails the layer", () =>
     Effect.gen(function*() {
       const exit = yield* Effect.exit(
