@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { FakeUpstream } from "../../../packages/provider-adapters/test/fakes/index.js"
 import { startFakeAnthropic } from "../../../packages/provider-adapters/test/fakes/index.js"
 import { readEvents } from "./harness.js"
-import { listening, MAIN, run } from "./processes.js"
+import { listening, MAIN, printed, run } from "./processes.js"
 
 let upstream: FakeUpstream
 let dir: string
@@ -88,8 +88,9 @@ describe("the example server process", () => {
     const cwd = mkdtempSync(join(tmpdir(), "mg-zero-"))
     const proc = run({ PORT: "0" }, cwd)
     const url = await listening(proc)
-    const key = /generated a management key.*\n\s+(mg-\S+)/.exec(proc.output)?.[1]
-    expect(key).toBeDefined()
+    // Printed after the listening line, maybe in a later chunk of output.
+    const key = await printed(proc, /generated a management key.*\n\s+(mg-\S+)\s/, "the generated key")
+    expect(key).toMatch(/^mg-/)
     const response = await fetch(`${url}/v1/messages`, {
       method: "POST",
       headers: { "content-type": "application/json", authorization: `Bearer ${key}` },

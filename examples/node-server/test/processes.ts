@@ -26,13 +26,20 @@ export const run = (env: Record<string, string>, cwd: string): Proc => {
   return proc
 }
 
-export const listening = async (proc: Proc): Promise<string> => {
+/**
+ * Waits until the output has a match of `pattern` (whose first group is returned). A pattern must match only a whole
+ * line's worth: the output arrives in chunks, and a chunk may end in the middle of a URL or a key.
+ */
+export const printed = async (proc: Proc, pattern: RegExp, what: string): Promise<string> => {
   const deadline = Date.now() + 15_000
   while (Date.now() < deadline) {
-    const match = /listening on (http:\/\/[\d.:]+)/.exec(proc.output)
+    const match = pattern.exec(proc.output)
     if (match) return match[1]
     if (proc.child.exitCode !== null) throw new Error(`server exited: ${proc.output}`)
     await new Promise((r) => setTimeout(r, 50))
   }
-  throw new Error(`server did not start: ${proc.output}`)
+  throw new Error(`server did not print ${what}: ${proc.output}`)
 }
+
+export const listening = (proc: Proc): Promise<string> =>
+  printed(proc, /listening on (http:\/\/[\d.:]+)[/\s]/, "that it is listening")
