@@ -5,15 +5,17 @@
 //
 //   npm run build && node bench/effect-ops.mjs            counts by instruction kind
 //   node bench/effect-ops.mjs --detail                    and by the code each instruction runs
+//   node bench/effect-ops.mjs --stream                    a streamed request (26 events) instead
 import { Config, Gateway } from "@model-gateway/example-node-server"
 import http from "node:http"
 import { Agent, request } from "undici"
-import { CLIENT_KEY, MESSAGE, PRICING, requestBody, requestHeaders, UPSTREAM_KEY } from "./fixtures.mjs"
+import { CLIENT_KEY, MESSAGE, PRICING, requestBody, requestHeaders, SSE_EVENTS, UPSTREAM_KEY } from "./fixtures.mjs"
 
 // The runtime's own module: the same instance the gateway's `effect` loads (the same file).
 const { FiberRuntime } = await import(new URL("../node_modules/effect/dist/esm/internal/fiberRuntime.js", import.meta.url))
 
 const detail = process.argv.includes("--detail")
+const stream = process.argv.includes("--stream")
 const kinds = new Map()
 const sources = new Map()
 let counting = false
@@ -49,6 +51,14 @@ const text = JSON.stringify(MESSAGE)
 const upstream = http.createServer((req, res) => {
   req.resume()
   req.on("end", () => {
+    if (stream) {
+      // One write per event, the event loop yielded in between: one network read per event, as bench/upstream.mjs.
+      res.writeHead(200, { "content-type": "text/event-stream" })
+      let i = 0
+      const next = () => (i < SSE_EVENTS.length ? res.write(SSE_EVENTS[i++], () => setImmediate(next)) : res.end())
+      next()
+      return
+    }
     res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(text) })
     res.end(text)
   })
@@ -63,7 +73,7 @@ const { config } = Config.decode({
 })
 const running = await Gateway.startServer(config, { host: "127.0.0.1", port: 0 })
 const agent = new Agent()
-const body = requestBody(false)
+const body = requestBody(stream)
 const once = async () => {
   const response = await request(`${running.url}/v1/messages`, { method: "POST", headers: requestHeaders, body, dispatcher: agent })
   await response.body.text()
@@ -75,7 +85,9 @@ counting = true
 for (let i = 0; i < N; i++) await once()
 counting = false
 
-console.log(`Effect instructions per request: ${total / N} (fibers started per request: ${fibers / N})`)
+console.log(
+  `Effect instructions per ${stream ? "streamed " : ""}request: ${total / N} (fibers started per request: ${fibers / N})`
+)
 for (const [kind, n] of [...kinds].sort((a, b) => b[1] - a[1])) console.log(`  ${String(n / N).padStart(4)}  ${kind}`)
 if (detail) {
   console.log("\nby the code they run:")

@@ -3,7 +3,7 @@
  * endpoint's `provider`. Adapters (and their connection pools) are built once, at start-up.
  */
 import { Upstream } from "@model-gateway/core"
-import { Effect, Layer, Stream } from "effect"
+import { Effect, Layer } from "effect"
 import * as AnthropicUpstream from "./anthropic/AnthropicUpstream.js"
 import type { Timeouts } from "./internal/Transport.js"
 import * as OpenAiUpstream from "./openai/OpenAiUpstream.js"
@@ -47,7 +47,7 @@ export const make = (
     },
     streamMessage: (call) => {
       const adapter = adapters.get(call.endpoint.provider)
-      return adapter === undefined ? Stream.fail(unknown(call)) : adapter.streamMessage(call)
+      return adapter === undefined ? Effect.fail(unknown(call)) : adapter.streamMessage(call)
     }
   }
 }

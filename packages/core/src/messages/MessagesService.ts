@@ -38,7 +38,7 @@ import type { Attempt, PipelineStep, Requirements } from "../routing/RoutePlanne
 import * as RoutePlanner from "../routing/RoutePlanner.js"
 import * as SessionAffinity from "../sessions/SessionAffinity.js"
 import type { ForwardHeaders, MessagesCall } from "../upstream/Upstream.js"
-import { isRetryable, toGatewayError, Upstream, UpstreamError } from "../upstream/Upstream.js"
+import { type EventPull, isRetryable, toGatewayError, Upstream, UpstreamError } from "../upstream/Upstream.js"
 import { UsageLog } from "../usage/UsageLog.js"
 import * as MessagesRequest from "./MessagesRequest.js"
 import type { JsonObject, Message, StreamEvent, Usage } from "./Wire.js"
@@ -711,11 +711,11 @@ export const make = (options: MessagesOptions = {}) =>
           const loop: Channel.Channel<Chunk.Chunk<string>> = Channel.flatMap(
             Channel.fromEffect(Effect.either(pull)),
             (next) =>
-              Either.isRight(next)
-                ? Channel.zipRight(Channel.write(Chunk.map(next.right, decorate)), loop)
-                : Option.isSome(next.left)
-                ? Channel.write(Chunk.of(failed(next.left.value)))
-                : ended
+              Either.isLeft(next)
+                ? Channel.write(Chunk.of(failed(next.left)))
+                : next.right === undefined
+                ? ended
+                : Channel.zipRight(Channel.write(Chunk.map(next.right, decorate)), loop)
           )
           const frames = Stream.fromChannel(
             Channel.ensuring(
@@ -1027,7 +1027,7 @@ type Committed =
     readonly attemptStart: number
     readonly held: ReadonlyArray<StreamEvent>
     /** The attempt's next events; not to be pulled when `done` (its `message_stop` is held already). */
-    readonly pull: Effect.Effect<Chunk.Chunk<StreamEvent>, Option.Option<UpstreamError>>
+    readonly pull: EventPull
     readonly done: boolean
     readonly firstContentAt: number
   }
@@ -1052,29 +1052,29 @@ const streamAttempts = (
       const attempt = attempts[i]
       const attemptStart = clock.unsafeCurrentTimeMillis()
       const child = yield* Scope.fork(scope, ExecutionStrategy.sequential)
-      const pull = yield* Scope.extend(
-        Stream.toPull(Stream.unwrap(Effect.map(call(attempt), upstream.streamMessage))),
-        child
+      const opened = yield* Effect.either(
+        Scope.extend(Effect.flatMap(call(attempt), upstream.streamMessage), child)
       )
       const held: Array<StreamEvent> = []
+      // An attempt that could not be opened failed as one whose first pull failed.
+      const pull: EventPull = Either.isRight(opened) ? opened.right : Effect.fail(opened.left)
       let outcome: "content" | "done" | UpstreamError | undefined
       while (outcome === undefined) {
         const chunk = yield* Effect.either(pull)
         if (Either.isLeft(chunk)) {
-          outcome = Option.isNone(chunk.left)
-            ? (held.some((e) => e.type === "message_stop")
-              ? "done"
-              : new UpstreamError({ kind: "transport", message: "upstream stream ended before any content" }))
-            : chunk.left.value
-          break
-        }
-        for (const event of chunk.right) {
-          held.push(event)
-          if (isContent(event)) outcome = "content"
+          outcome = chunk.left
+        } else if (chunk.right === undefined) {
+          outcome = held.some((e) => e.type === "message_stop")
+            ? "done"
+            : new UpstreamError({ kind: "transport", message: "upstream stream ended before any content" })
+        } else {
+          for (const event of chunk.right) {
+            held.push(event)
+            if (isContent(event)) outcome = "content"
+          }
         }
       }
       if (outcome === "content" || outcome === "done") {
-        const firstContentAt = clock.unsafeCurrentTimeMillis()
         return {
           _tag: "Committed",
           attempt,
@@ -1083,7 +1083,7 @@ const streamAttempts = (
           held,
           pull,
           done: outcome === "done",
-          firstContentAt
+          firstContentAt: clock.unsafeCurrentTimeMillis()
         } as Committed
       }
       last = outcome

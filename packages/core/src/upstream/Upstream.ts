@@ -3,8 +3,8 @@
  * protocol and always answer in the Anthropic Messages shape the gateway serves. Failures are
  * classified so the executor can decide whether to fall back.
  */
-import type { Effect, Stream } from "effect"
-import { Context, Data } from "effect"
+import type { Chunk, Scope } from "effect"
+import { Context, Data, Effect, Option, Stream } from "effect"
 import type { Endpoint } from "../catalogue/Catalogue.js"
 import * as GatewayError from "../errors/GatewayError.js"
 import type { JsonObject, Message, StreamEvent } from "../messages/Wire.js"
@@ -66,15 +66,35 @@ export interface MessagesCall {
   readonly headers: ForwardHeaders
 }
 
+/**
+ * A streamed answer being read: each pull gives the events that arrived since the previous pull (the events of one
+ * network read, say), or `undefined` once the answer has ended; after that, or after a failure, it is not pulled
+ * again. A pull rather than a `Stream`: the executor reads the first events itself (to decide whether to fall back)
+ * and then hands each chunk on, and a `Stream` between the two would cost every chunk a channel's machinery twice.
+ */
+export type EventPull = Effect.Effect<Chunk.Chunk<StreamEvent> | undefined, UpstreamError>
+
 export interface UpstreamService {
   /** A non-streaming message. */
   readonly createMessage: (call: MessagesCall) => Effect.Effect<Message, UpstreamError>
   /**
-   * A streamed message: the events of the Anthropic stream protocol, in order, as they arrive.
-   * Interrupting the stream aborts the upstream request. A stream cut short fails with `transport`.
+   * Opens a streamed message in the caller's scope: the events of the Anthropic stream protocol, in order, as they
+   * arrive. Closing the scope releases the request (aborting it if it is still running). A stream cut short fails
+   * with `transport`. An adapter that builds its answer as a `Stream` can return `pullStream(stream)`.
    */
-  readonly streamMessage: (call: MessagesCall) => Stream.Stream<StreamEvent, UpstreamError>
+  readonly streamMessage: (call: MessagesCall) => Effect.Effect<EventPull, UpstreamError, Scope.Scope>
 }
+
+/** An `EventPull` reading a `Stream`, for adapters that build their answers as streams. */
+export const pullStream = (
+  stream: Stream.Stream<StreamEvent, UpstreamError>
+): Effect.Effect<EventPull, never, Scope.Scope> =>
+  Effect.map(Stream.toPull(stream), (pull) =>
+    Effect.catchAll(
+      pull,
+      (error): Effect.Effect<undefined, UpstreamError> =>
+        Option.isNone(error) ? Effect.succeed(undefined) : Effect.fail(error.value)
+    ))
 
 /** Port: provider endpoints. */
 export class Upstream extends Context.Tag("@model-gateway/core/Upstream")<Upstream, UpstreamService>() {}

@@ -6,9 +6,9 @@
 import { Wire } from "@model-gateway/core"
 import { Upstream } from "@model-gateway/core"
 import { Effect } from "effect"
-import type { Stream } from "effect"
+import type { Scope } from "effect"
 import type { Timeouts } from "../internal/Transport.js"
-import { makeTransport, postEventStream, postJson } from "../internal/Transport.js"
+import { makeTransport, openEventStream, postJson } from "../internal/Transport.js"
 
 export interface AnthropicOptions {
   /** Base URL without the `/v1` suffix, e.g. `https://api.anthropic.com`. */
@@ -89,10 +89,10 @@ export const make = (options: AnthropicOptions): Upstream.UpstreamService => {
       check: checkMessage
     }) as Effect.Effect<Wire.Message, Upstream.UpstreamError>
 
-  // Events are decoded as each network read arrives, with no Effect per event (see Transport.postEventStream).
-  const streamMessage = (call: Upstream.MessagesCall): Stream.Stream<Wire.StreamEvent, Upstream.UpstreamError> => {
+  // Events are decoded as each network read arrives, with no Effect per event (see Transport.openEventStream).
+  const streamMessage = (call: Upstream.MessagesCall): Effect.Effect<Upstream.EventPull, never, Scope.Scope> => {
     let stopped = false
-    return postEventStream(transport, {
+    return openEventStream(transport, {
       url,
       headers: headersFor(call, true),
       body: JSON.stringify(withStream(call.body, true)),

@@ -10,6 +10,7 @@
  * its end) aborts the request; a body read to its end is not aborted.
  */
 import { Upstream } from "@model-gateway/core"
+import type { Scope } from "effect"
 import { Channel, Chunk, Effect, Stream } from "effect"
 import { createParser, type EventSourceMessage, type EventSourceParser } from "eventsource-parser"
 import { Agent, errors as UndiciErrors, util as UndiciUtil } from "undici"
@@ -297,7 +298,7 @@ const passThrough: EventDecoder<EventSourceMessage> = {
 const HIGH_WATER_MARK = 64 * 1024
 
 /** The next values, or undefined at the end. */
-type Pull<A> = Effect.Effect<Chunk.Chunk<A> | undefined, Upstream.UpstreamError>
+export type Pull<A> = Effect.Effect<Chunk.Chunk<A> | undefined, Upstream.UpstreamError>
 
 /** One streamed answer: decodes each network read's events at once, and hands them to the puller as one chunk. */
 class EventStreamHandler<A> {
@@ -477,10 +478,31 @@ const fromPull = <A>(pull: Pull<A>): Stream.Stream<A, Upstream.UpstreamError> =>
 }
 
 /**
- * POSTs JSON and yields the server-sent events of the answer as they arrive, decoded by `decoder` (by default the
- * events themselves), as one chunk per network read (or fewer, when the consumer is slower). Interrupting the stream,
- * or ending it before the body has ended, aborts the request. Back-pressure: once 64 KiB have been read ahead of the
- * consumer, the socket waits until it pulls.
+ * POSTs JSON and opens the server-sent events of the answer in the caller's scope: each pull gives the events decoded
+ * by `decoder` since the previous pull (the events of one network read, or more when the reader is slower), or
+ * undefined at the end. Closing the scope before the body has ended aborts the request. Back-pressure: once 64 KiB
+ * have been read ahead of the reader, the socket waits until it pulls.
+ */
+export const openEventStream = <A>(
+  transport: Transport,
+  call: HttpCall,
+  decoder: EventDecoder<A>
+): Effect.Effect<Pull<A>, never, Scope.Scope> =>
+  Effect.map(
+    Effect.acquireRelease(
+      Effect.sync(() => {
+        const handler = new EventStreamHandler(call, decoder)
+        dispatch(transport, call, handler)
+        return handler
+      }),
+      (handler) => Effect.sync(() => handler.close())
+    ),
+    (handler) => handler.pull
+  )
+
+/**
+ * `openEventStream` as a `Stream` (by default of the events themselves), as one chunk per network read (or fewer, when
+ * the consumer is slower). Interrupting the stream, or ending it before the body has ended, aborts the request.
  */
 export function postEventStream(
   transport: Transport,
@@ -497,14 +519,7 @@ export function postEventStream<A>(
   decoder?: EventDecoder<A>
 ): Stream.Stream<A | EventSourceMessage, Upstream.UpstreamError> {
   return Stream.unwrapScoped(Effect.map(
-    Effect.acquireRelease(
-      Effect.sync(() => {
-        const handler = new EventStreamHandler(call, (decoder ?? passThrough) as EventDecoder<A | EventSourceMessage>)
-        dispatch(transport, call, handler)
-        return handler
-      }),
-      (handler) => Effect.sync(() => handler.close())
-    ),
-    (handler) => fromPull(handler.pull)
+    openEventStream(transport, call, (decoder ?? passThrough) as EventDecoder<A | EventSourceMessage>),
+    fromPull
   ))
 }

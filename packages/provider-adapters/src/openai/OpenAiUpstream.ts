@@ -5,9 +5,10 @@
  */
 import type { Wire } from "@model-gateway/core"
 import { Upstream } from "@model-gateway/core"
-import { Effect, Either, Stream } from "effect"
+import type { Scope } from "effect"
+import { Effect, Either } from "effect"
 import type { Timeouts } from "../internal/Transport.js"
-import { makeTransport, postEventStream, postJson } from "../internal/Transport.js"
+import { makeTransport, openEventStream, postJson } from "../internal/Transport.js"
 import * as OpenAiTranslate from "./OpenAiTranslate.js"
 
 export interface OpenAiOptions {
@@ -69,12 +70,14 @@ export const make = (options: OpenAiOptions): Upstream.UpstreamService => {
         )
     )
 
-  // Chunks are translated as each network read arrives, with no Effect per chunk (see Transport.postEventStream).
-  const streamMessage = (call: Upstream.MessagesCall): Stream.Stream<Wire.StreamEvent, Upstream.UpstreamError> =>
-    Stream.unwrap(Effect.map(translate(call, true), (body) => {
+  // Chunks are translated as each network read arrives, with no Effect per chunk (see Transport.openEventStream).
+  const streamMessage = (
+    call: Upstream.MessagesCall
+  ): Effect.Effect<Upstream.EventPull, Upstream.UpstreamError, Scope.Scope> =>
+    Effect.flatMap(translate(call, true), (body) => {
       const translator = OpenAiTranslate.makeStreamTranslator(call.endpoint.upstreamModel)
       const malformed = new Upstream.UpstreamError({ kind: "transport", message: "upstream sent a malformed chunk" })
-      return postEventStream(transport, {
+      return openEventStream(transport, {
         url,
         headers: streamHeaders,
         body: JSON.stringify(body),
@@ -97,7 +100,7 @@ export const make = (options: OpenAiOptions): Upstream.UpstreamService => {
         },
         end: (out) => append(translator.end(), out)
       })
-    }))
+    })
 
   return { createMessage, streamMessage }
 }
