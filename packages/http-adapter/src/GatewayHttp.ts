@@ -5,7 +5,7 @@
  */
 import { GatewayError, Keys, type MessagesService as MessagesServiceModule } from "@model-gateway/core"
 import { MessagesService } from "@model-gateway/core"
-import type { Stream } from "effect"
+import type { Scope, Stream } from "effect"
 import { Context, Effect, Either, Option } from "effect"
 import * as ErrorResponses from "./ErrorResponses.js"
 
@@ -23,7 +23,12 @@ export interface GatewayRequest {
 
 export type GatewayBody =
   | { readonly _tag: "Text"; readonly text: string }
-  | { readonly _tag: "Stream"; readonly stream: Stream.Stream<string> }
+  | {
+    readonly _tag: "Stream"
+    readonly stream: Stream.Stream<string>
+    /** The same frames as pulls opened in a scope (see `MessagesService.FramePull`): what the node binding writes. */
+    readonly open?: Effect.Effect<MessagesServiceModule.FramePull, never, Scope.Scope> | undefined
+  }
   | { readonly _tag: "Empty" }
 
 export interface GatewayResponse {
@@ -156,7 +161,7 @@ const responseOf = (outcome: MessagesServiceModule.MessagesOutcome, requestId: s
         "x-accel-buffering": SSE_HEADERS["x-accel-buffering"],
         "request-id": requestId
       },
-      body: { _tag: "Stream", stream: outcome.frames }
+      body: { _tag: "Stream", stream: outcome.frames, open: outcome.open }
     }
 
 // Key, session id, body, use case, in that order. A chain of flatMaps rather than `Effect.gen`, whose generator and

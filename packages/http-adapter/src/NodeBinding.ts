@@ -6,6 +6,7 @@
  */
 import { GatewayError } from "@model-gateway/core"
 import type { ManagedRuntime } from "effect"
+import type { Scope } from "effect"
 import { Cause, Chunk, Effect, Exit, FiberId, Stream } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { GatewayRequest, GatewayResponse, Handler, HandlerRequirements } from "./GatewayHttp.js"
@@ -105,6 +106,19 @@ const writeStream = (res: ServerResponse, stream: Stream.Stream<string>): Effect
     return loop
   }))
 
+/** Writes the frames of `open`, one write per pull, and releases them when done (or interrupted). */
+const writePulls = (
+  res: ServerResponse,
+  open: Effect.Effect<Effect.Effect<Chunk.Chunk<string> | undefined>, never, Scope.Scope>
+): Effect.Effect<void> =>
+  Effect.scoped(Effect.flatMap(open, (pull) => {
+    const loop: Effect.Effect<void> = Effect.flatMap(
+      pull,
+      (frames) => frames === undefined ? Effect.void : Effect.zipRight(writeFrames(res, frames), loop)
+    )
+    return loop
+  }))
+
 /** Writes a gateway response to a node response. */
 export const writeResponse = (res: ServerResponse, response: GatewayResponse): Effect.Effect<void> => {
   switch (response.body._tag) {
@@ -125,11 +139,11 @@ export const writeResponse = (res: ServerResponse, response: GatewayResponse): E
         res.end()
       })
     case "Stream": {
-      const stream = response.body.stream
+      const body = response.body
       return Effect.suspend(() => {
         res.writeHead(response.status, response.headers)
         res.flushHeaders()
-        return writeStream(res, stream)
+        return body.open === undefined ? writeStream(res, body.stream) : writePulls(res, body.open)
       }).pipe(Effect.ensuring(Effect.sync(() => res.end())))
     }
   }

@@ -62,13 +62,35 @@ export interface RequestContext {
   }
 }
 
+/**
+ * SSE frames being written: each pull gives the next frames (those of one upstream read, say; maybe none), or
+ * `undefined` at the end, after which it is not pulled again. It never fails: a failure after content is an in-band
+ * `event: error` frame.
+ */
+export type FramePull = Effect.Effect<Chunk.Chunk<string> | undefined>
+
 export type MessagesOutcome =
   | { readonly _tag: "Json"; readonly body: JsonObject }
   | {
     readonly _tag: "Stream"
-    /** SSE frames, each to be written as it comes. Running it to its end (or interrupting it) releases the upstream. */
+    /**
+     * Opens the frames in the caller's scope. Closing the scope releases the upstream request (aborting it if it is
+     * still running) and records the usage. The fastest way to write them: a loop of pulls.
+     */
+    readonly open: Effect.Effect<FramePull, never, Scope.Scope>
+    /** The same frames as a `Stream`, for bindings that take one. Use `open` or `frames`, once. */
     readonly frames: Stream.Stream<string>
   }
+
+/** The frames of `open` as a `Stream`: a channel that loops over the pulls. */
+export const framesOf = (open: Effect.Effect<FramePull, never, Scope.Scope>): Stream.Stream<string> =>
+  Stream.unwrapScoped(Effect.map(open, (pull) => {
+    const loop: Channel.Channel<Chunk.Chunk<string>> = Channel.flatMap(
+      Channel.fromEffect(pull),
+      (frames) => frames === undefined ? Channel.void : Channel.zipRight(Channel.write(frames), loop)
+    )
+    return Stream.fromChannel(loop)
+  }))
 
 export interface MessagesServiceShape {
   readonly create: (context: RequestContext, body: unknown) => Effect.Effect<MessagesOutcome, GatewayError.GatewayError>
@@ -691,39 +713,52 @@ export const make = (options: MessagesOptions = {}) =>
             })
           )
           /** The failure of the committed attempt after content: an in-band error frame, then the end. */
-          const failed = (error: UpstreamError): string => {
+          const failed = (error: UpstreamError): Chunk.Chunk<string> => {
             failure = error
             const mapped = toGatewayError(error)
             errorType = GatewayError.describe(mapped).type
-            return inBandError(mapped, context.requestId)
+            return Chunk.of(inBandError(mapped, context.requestId))
           }
           /** The end of the upstream stream: never a silently truncated answer. */
-          const ended: Channel.Channel<Chunk.Chunk<string>> = Channel.suspend(() => {
-            if (sawStop || errorType !== null) return Channel.void
+          const ended = (): Chunk.Chunk<string> => {
+            if (sawStop || errorType !== null) return Chunk.empty()
             errorType = "api_error"
-            return Channel.write(Chunk.of(inBandError(
+            return Chunk.of(inBandError(
               new GatewayError.InternalError({ message: "upstream stream ended before message_stop" }),
               context.requestId
-            )))
+            ))
+          }
+          // A plain loop of pulls: the held events first, then each upstream chunk decorated as it comes, then the end
+          // check. No Stream stages in between: each would cost every chunk a channel's machinery.
+          let state: "held" | "upstream" | "end" | "over" = "held"
+          const next = Effect.either(pull)
+          const framePull: FramePull = Effect.suspend(() => {
+            switch (state) {
+              case "held":
+                state = done ? "end" : "upstream"
+                return Effect.succeed(Chunk.map(Chunk.unsafeFromArray(held), decorate))
+              case "upstream":
+                return Effect.map(next, (chunk) => {
+                  if (Either.isLeft(chunk)) {
+                    state = "over"
+                    return failed(chunk.left)
+                  }
+                  if (chunk.right === undefined) {
+                    state = "over"
+                    return ended()
+                  }
+                  return Chunk.map(chunk.right, decorate)
+                })
+              case "end":
+                state = "over"
+                return Effect.succeed(ended())
+              case "over":
+                return Effect.succeed(undefined)
+            }
           })
-          // One channel that loops over the upstream's chunks, decorating each chunk's events as it comes: a stage per
-          // concern (map, catchAll, concat, ensuring) would cost each chunk a few µs of Effect channel machinery more.
-          const loop: Channel.Channel<Chunk.Chunk<string>> = Channel.flatMap(
-            Channel.fromEffect(Effect.either(pull)),
-            (next) =>
-              Either.isLeft(next)
-                ? Channel.write(Chunk.of(failed(next.left)))
-                : next.right === undefined
-                ? ended
-                : Channel.zipRight(Channel.write(Chunk.map(next.right, decorate)), loop)
-          )
-          const frames = Stream.fromChannel(
-            Channel.ensuring(
-              Channel.zipRight(Channel.write(Chunk.map(Chunk.unsafeFromArray(held), decorate)), done ? ended : loop),
-              Scope.close(scope, Exit.void)
-            )
-          )
-          return { outcome: { _tag: "Stream", frames } as MessagesOutcome, message: undefined, usage: undefined }
+          const open = Effect.as(Effect.addFinalizer(() => Scope.close(scope, Exit.void)), framePull)
+          const frames = framesOf(open)
+          return { outcome: { _tag: "Stream", open, frames } as MessagesOutcome, message: undefined, usage: undefined }
         })
       })
 
