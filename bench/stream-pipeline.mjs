@@ -4,8 +4,11 @@
 //
 //   node bench/stream-pipeline.mjs
 //
-// - source: `Stream.repeatEffectChunkOption(pull)` (what Transport.ts used, and what MessagesService.ts still uses for
-//   the rest of a committed stream) against a channel that loops (`fromPull` in Transport.ts).
+// - source: `Stream.repeatEffectChunkOption(pull)` (what Transport.ts used, and MessagesService.ts for the rest of a
+//   committed stream) against a channel that loops (`fromPull` in Transport.ts).
+//
+// This measured the Stream shapes the gateway had. It no longer uses any on the node path: streams travel as pulls
+// (see "Streams: pulls instead of streams" in docs/benchmarks.md), which this file does not measure.
 // - sink: `Stream.runForEachChunk` against `Stream.toPull` and a loop of Effects (`writeStream` in NodeBinding.ts).
 // - "executor-like": MessagesService's shape between the two: toPull of the upstream stream, then
 //   `concat(fromIterable(held), repeatEffectChunkOption(pull))`, `map`, `catchAll`, `concat`, `ensuring`; and the same
