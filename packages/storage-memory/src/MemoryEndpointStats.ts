@@ -77,7 +77,7 @@ export const make = (options: MemoryEndpointStatsOptions = {}): Effect.Effect<Me
     const record = (attempt: EndpointStats.AttemptRecord): Effect.Effect<void> =>
       Effect.sync(() => {
         const entry = entryOf(attempt.endpointId)
-        entry.health = undefined
+        HealthWindows.recorded(entry)
         HealthWindows.record(entry.windows, attempt)
         entry.breaker = CircuitBreaker.record(entry.breaker, attempt, breakerOptions)
         if (attempt.at > entry.lastAt) entry.lastAt = attempt.at

@@ -383,7 +383,7 @@ export const make = (
     const record = (attempt: EndpointStats.AttemptRecord): Effect.Effect<void> =>
       Effect.sync(() => {
         const entry = entryOf(attempt.endpointId)
-        entry.health = undefined
+        HealthWindows.recorded(entry)
         HealthWindows.record(entry.view, attempt)
         if (entry.pending === undefined) entry.pending = HealthWindows.empty()
         HealthWindows.record(entry.pending, attempt)

@@ -433,6 +433,8 @@ export interface HealthCache {
   health: EndpointHealth | undefined
   healthFrom: number
   healthUntil: number
+  /** While the endpoint is half-open: until when the reader that got the probe has it to itself. */
+  probeUntil: number
 }
 
 /** A cache that holds nothing yet. */
@@ -441,12 +443,47 @@ export const emptyCache = (): HealthCache => ({
   cached: undefined,
   health: undefined,
   healthFrom: 0,
-  healthUntil: 0
+  healthUntil: 0,
+  probeUntil: 0
 })
+
+/** An attempt was recorded: the memo is stale, and a probe that was out has answered (or another attempt did). */
+export const recorded = (cache: HealthCache): void => {
+  cache.health = undefined
+  cache.probeUntil = 0
+}
+
+/**
+ * How long the first reader of a half-open endpoint has the probe to itself. Meanwhile every other reader sees the
+ * endpoint cooling down until then (a last resort for the planner), so that a recovering endpoint, or one that still
+ * hangs, gets one request at a time rather than all the traffic that draws it. A probe that takes longer (or a reader
+ * that did not try the endpoint after all) lets the next reader probe after this long.
+ */
+export const PROBE_WINDOW_MS = 10_000
+
+/** A half-open health as the reader sees it: the probe (and the window starts), or cooling while another has it. */
+const probeOrWait = (cache: HealthCache, health: EndpointHealth, now: number): EndpointHealth => {
+  // A clock set back (tests) starts over.
+  if (now >= cache.probeUntil || now < cache.probeUntil - PROBE_WINDOW_MS) {
+    cache.probeUntil = now + PROBE_WINDOW_MS
+    return health
+  }
+  return {
+    latency30m: health.latency30m,
+    throughput30m: health.throughput30m,
+    uptime5m: health.uptime5m,
+    uptime30m: health.uptime30m,
+    uptime1d: health.uptime1d,
+    recentOutage: health.recentOutage,
+    coolingDownUntil: cache.probeUntil,
+    halfOpen: false
+  }
+}
 
 /**
  * The health of `windows` at `now`, memoised in `cache`: percentiles and uptime are recomputed at most
  * every `ttlMs`; the outage and breaker view is reused until it can change. Clear `cache.health` on record.
+ * A half-open endpoint is half-open for one reader at a time (see `PROBE_WINDOW_MS`): reading is claiming.
  */
 export const cachedHealth = (
   cache: HealthCache,
@@ -455,14 +492,16 @@ export const cachedHealth = (
   now: number,
   ttlMs: number
 ): EndpointHealth => {
-  if (cache.health !== undefined && now >= cache.healthFrom && now < cache.healthUntil) return cache.health
-  if (cache.cached === undefined || !(now >= cache.cachedAt && now - cache.cachedAt < ttlMs)) {
-    cache.cached = statistics(windows, now)
-    cache.cachedAt = now
+  let health = cache.health
+  if (health === undefined || !(now >= cache.healthFrom && now < cache.healthUntil)) {
+    if (cache.cached === undefined || !(now >= cache.cachedAt && now - cache.cachedAt < ttlMs)) {
+      cache.cached = statistics(windows, now)
+      cache.cachedAt = now
+    }
+    health = combine(cache.cached, windows, now, breaker)
+    cache.health = health
+    cache.healthFrom = now
+    cache.healthUntil = Math.min(cache.cachedAt + ttlMs, combinedUntil(health, now))
   }
-  const health = combine(cache.cached, windows, now, breaker)
-  cache.health = health
-  cache.healthFrom = now
-  cache.healthUntil = Math.min(cache.cachedAt + ttlMs, combinedUntil(health, now))
-  return health
+  return health.halfOpen ? probeOrWait(cache, health, now) : health
 }

@@ -207,6 +207,35 @@ export const endpointStatsContract = (
       { timeout: 30_000 }
     )
 
+    it.effect(
+      "a half-open endpoint is the probe of one reader at a time; the others see it cooling meanwhile",
+      () =>
+        withStats(Effect.gen(function*() {
+          const endpointId = unique("probe")
+          const fail = (at: number) => attemptRecord({ endpointId, at, outcome: "error", ttfbMs: null })
+          yield* recordAll([fail(T), fail(T + 100), fail(T + 200)])
+          yield* TestClock.setTime(T + 10_200)
+          const first = yield* healthOf(endpointId)
+          assert.isTrue(first!.halfOpen)
+          // Another request, while the first one's probe is out: a last resort until the probe window ends.
+          yield* TestClock.setTime(T + 10_300)
+          const second = yield* healthOf(endpointId)
+          assert.isFalse(second!.halfOpen)
+          assert.strictEqual(second!.coolingDownUntil, T + 10_200 + HealthWindows.PROBE_WINDOW_MS)
+          // The probe has not answered within the window: the next reader probes.
+          yield* TestClock.setTime(T + 10_200 + HealthWindows.PROBE_WINDOW_MS)
+          assert.isTrue((yield* healthOf(endpointId))!.halfOpen)
+          // It answers: closed, for every reader.
+          yield* recordAll([attemptRecord({ endpointId, at: T + 10_200 + HealthWindows.PROBE_WINDOW_MS })])
+          for (let i = 0; i < 2; i++) {
+            const closed = yield* healthOf(endpointId)
+            assert.isFalse(closed!.halfOpen)
+            assert.isNull(closed!.coolingDownUntil)
+          }
+        })),
+      { timeout: 30_000 }
+    )
+
     it.effect("an upstream Retry-After cools the endpoint down until then", () =>
       withStats(Effect.gen(function*() {
         const endpointId = unique("retry-after")
