@@ -212,8 +212,10 @@ export const endpointStatsContract = (
       () =>
         withStats(Effect.gen(function*() {
           const endpointId = unique("probe")
-          const fail = (at: number) => attemptRecord({ endpointId, at, outcome: "error", ttfbMs: null })
-          yield* recordAll([fail(T), fail(T + 100), fail(T + 200)])
+          // Three failures open the breaker for 10 s (as in the test above).
+          yield* recordAll(
+            [0, 100, 200].map((dt) => attemptRecord({ endpointId, at: T + dt, outcome: "error", ttfbMs: null }))
+          )
           yield* TestClock.setTime(T + 10_200)
           const first = yield* healthOf(endpointId)
           assert.isTrue(first!.halfOpen)
