@@ -19,12 +19,11 @@
  *    better score, then the cheaper, then by id.
  */
 import { Either } from "effect"
-import type { CatalogueSnapshot, Model, Task } from "../catalogue/Catalogue.js"
+import type { CatalogueSnapshot, Model } from "../catalogue/Catalogue.js"
 import { InvalidRequest, Unavailable } from "../errors/GatewayError.js"
 import type { Plugin } from "../messages/MessagesRequest.js"
-import type { PipelineStep } from "../routing/RoutePlanner.js"
 import type { Candidate, Choice, CostTier } from "./Candidates.js"
-import { byQuality, costTiers, describe, rank, round, routable, showList, STEP_TYPE, tierOf } from "./Candidates.js"
+import { byQuality, costTiers, describe, rank, round, showList, start, tierOf } from "./Candidates.js"
 import { partitionModels } from "./ModelPatterns.js"
 import type { TaskClassifierService } from "./TaskClassifier.js"
 
@@ -130,15 +129,9 @@ export const choose = (input: ChooseInput): Either.Either<Choice, InvalidRequest
     )
   }
 
-  const steps: Array<PipelineStep> = []
-  const step = (summary: string) => steps.push({ type: STEP_TYPE, name, summary })
-  const task: Task = input.classifier.classify(input.messages, input.system)
-  step(`classified the conversation as ${task}`)
-
-  const pool = routable(input.catalogue, input.routerSlug)
-  if (pool.length === 0) {
-    return Either.left(new Unavailable({ message: `${name}: the catalogue has no model with an endpoint to route to` }))
-  }
+  const started = start(name, input)
+  if (Either.isLeft(started)) return Either.left(started.left)
+  const { pool, step, steps, task } = started.right
   const allowed = plugin.allowed_models
   const excluded = plugin.excluded_models
   const filtered = partitionModels(pool.map((m) => m.id), allowed, excluded)

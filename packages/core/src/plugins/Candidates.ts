@@ -12,8 +12,11 @@
  *   dearest at 100.
  * - Bands: low [0,20), medium [20,40), high [40,60), xhigh [60,80), max [80,100].
  */
+import { Either } from "effect"
 import type { CatalogueSnapshot, Model, Task } from "../catalogue/Catalogue.js"
+import { Unavailable } from "../errors/GatewayError.js"
 import type { PipelineStep } from "../routing/RoutePlanner.js"
+import type { TaskClassifierService } from "./TaskClassifier.js"
 
 /** A cost tier of the router plugins. */
 export type CostTier = "low" | "medium" | "high" | "xhigh" | "max"
@@ -67,6 +70,40 @@ export const routable = (snapshot: CatalogueSnapshot, routerSlug: string): Reado
     if (model.endpoints.length > 0 && model.id !== routerSlug) out.push(model)
   }
   return out
+}
+
+/** What every router plugin starts from. */
+export interface RouterInput {
+  readonly messages: unknown
+  readonly system: unknown
+  readonly catalogue: CatalogueSnapshot
+  readonly classifier: TaskClassifierService
+  /** The model slug that selects a router; never a candidate. */
+  readonly routerSlug: string
+}
+
+/** A router plugin's start: its steps so far, the classified task, and the models it may route to. */
+export interface Start {
+  readonly steps: Array<PipelineStep>
+  /** Adds a step of this plugin to the pipeline. */
+  readonly step: (summary: string) => void
+  readonly task: Task
+  /** The routable models (never empty). */
+  readonly pool: ReadonlyArray<Model>
+}
+
+/** Classifies the conversation and lists the routable models; unavailable when there are none. */
+export const start = (name: string, input: RouterInput): Either.Either<Start, Unavailable> => {
+  const steps: Array<PipelineStep> = []
+  const step = (summary: string) => {
+    steps.push({ type: STEP_TYPE, name, summary })
+  }
+  const task = input.classifier.classify(input.messages, input.system)
+  step(`classified the conversation as ${task}`)
+  const pool = routable(input.catalogue, input.routerSlug)
+  return pool.length === 0
+    ? Either.left(new Unavailable({ message: `${name}: the catalogue has no model with an endpoint to route to` }))
+    : Either.right({ steps, step, task, pool })
 }
 
 /** The cost percentile of each cost among `costs` (same order): `100 * r / (n - 1)`, ties at the lower rank. */

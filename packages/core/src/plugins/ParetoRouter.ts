@@ -12,12 +12,11 @@
  * point, so a two-point frontier yields its cheaper end. A lone frontier point is chosen as is.
  */
 import { Either } from "effect"
-import type { CatalogueSnapshot, Task } from "../catalogue/Catalogue.js"
-import { Unavailable } from "../errors/GatewayError.js"
+import type { CatalogueSnapshot } from "../catalogue/Catalogue.js"
+import type { Unavailable } from "../errors/GatewayError.js"
 import type { Plugin } from "../messages/MessagesRequest.js"
-import type { PipelineStep } from "../routing/RoutePlanner.js"
 import type { Candidate, Choice } from "./Candidates.js"
-import { byCost, describe, rank, routable, STEP_TYPE } from "./Candidates.js"
+import { byCost, describe, rank, start } from "./Candidates.js"
 import type { TaskClassifierService } from "./TaskClassifier.js"
 
 /** The decoded options of a `pareto-router` plugin. */
@@ -80,15 +79,9 @@ const listIds = (points: ReadonlyArray<Candidate>, max = 8): string =>
 
 /** Chooses the model of a pareto-router request; see the module documentation. */
 export const choose = (input: ChooseInput): Either.Either<Choice, Unavailable> => {
-  const name = input.plugin.id
-  const steps: Array<PipelineStep> = []
-  const step = (summary: string) => steps.push({ type: STEP_TYPE, name, summary })
-  const task: Task = input.classifier.classify(input.messages, input.system)
-  step(`classified the conversation as ${task}`)
-  const pool = routable(input.catalogue, input.routerSlug)
-  if (pool.length === 0) {
-    return Either.left(new Unavailable({ message: `${name}: the catalogue has no model with an endpoint to route to` }))
-  }
+  const started = start(input.plugin.id, input)
+  if (Either.isLeft(started)) return Either.left(started.left)
+  const { pool, step, steps, task } = started.right
   const { candidates, ranked } = rank(pool, task)
   const points = frontier(candidates)
   const chosen = knee(points)

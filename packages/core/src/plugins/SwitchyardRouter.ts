@@ -16,11 +16,10 @@
  */
 import { Context, Either, Layer } from "effect"
 import type { CatalogueSnapshot, Model, Task } from "../catalogue/Catalogue.js"
-import { Unavailable } from "../errors/GatewayError.js"
+import type { Unavailable } from "../errors/GatewayError.js"
 import type { Plugin } from "../messages/MessagesRequest.js"
-import type { PipelineStep } from "../routing/RoutePlanner.js"
 import type { Candidate, Choice } from "./Candidates.js"
-import { describe, rank, routable, STEP_TYPE } from "./Candidates.js"
+import { describe, rank, start } from "./Candidates.js"
 import { frontier, knee } from "./ParetoRouter.js"
 import type { TaskClassifierService } from "./TaskClassifier.js"
 import { textOf } from "./TaskClassifier.js"
@@ -116,15 +115,9 @@ export interface ChooseInput {
 
 /** Chooses the model of a switchyard-router request; see the module documentation. */
 export const choose = (input: ChooseInput): Either.Either<Choice, Unavailable> => {
-  const name = input.plugin.id
-  const steps: Array<PipelineStep> = []
-  const step = (summary: string) => steps.push({ type: STEP_TYPE, name, summary })
-  const task: Task = input.classifier.classify(input.messages, input.system)
-  step(`classified the conversation as ${task}`)
-  const models = routable(input.catalogue, input.routerSlug)
-  if (models.length === 0) {
-    return Either.left(new Unavailable({ message: `${name}: the catalogue has no model with an endpoint to route to` }))
-  }
+  const started = start(input.plugin.id, input)
+  if (Either.isLeft(started)) return Either.left(started.left)
+  const { pool: models, step, steps, task } = started.right
   const { candidates } = rank(models, task)
   const request: PolicyInput = {
     task,
