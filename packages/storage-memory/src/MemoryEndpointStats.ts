@@ -10,21 +10,10 @@
 import { CircuitBreaker, EndpointStats, HealthWindows } from "@model-gateway/core"
 import { Duration, Effect, Layer } from "effect"
 
-export interface MemoryEndpointStatsOptions {
-  /** How long computed percentiles and uptime are reused (default 1 second; 0 computes on every read). */
-  readonly healthCacheTtl?: Duration.DurationInput | undefined
-  /** Most endpoints tracked; beyond, the one idle the longest is forgotten (default 10,000). */
-  readonly healthMaxEndpoints?: number | undefined
-  /** Circuit breaker settings (threshold, cooldowns, outcomes that count as failures). */
-  readonly breaker?: Partial<CircuitBreaker.Options> | undefined
-}
+export type MemoryEndpointStatsOptions = EndpointStats.WindowOptions
 
 /** Memory held by the adapter. */
-export interface Footprint {
-  readonly endpoints: number
-  /** Bytes of the windows of every endpoint. */
-  readonly windowBytes: number
-}
+export type Footprint = EndpointStats.Footprint
 
 /** The adapter's service: the port, plus its footprint for tests and diagnostics. */
 export interface MemoryEndpointStatsService extends EndpointStats.EndpointStatsService {

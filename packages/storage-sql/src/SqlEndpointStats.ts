@@ -23,27 +23,17 @@ import { CircuitBreaker, EndpointStats, HealthWindows } from "@model-gateway/cor
 import type { Scope } from "effect"
 import { Clock, Duration, Effect, Fiber, Layer } from "effect"
 
-export interface SqlEndpointStatsOptions {
+export interface SqlEndpointStatsOptions extends EndpointStats.WindowOptions {
   /** How often deltas are written and the shared buckets read back (default 1 second). */
   readonly healthSyncInterval?: Duration.DurationInput | undefined
   /** How often every bucket of the last day is read again (default 5 minutes). */
   readonly healthFullRefreshInterval?: Duration.DurationInput | undefined
   /** How often buckets that no window covers are deleted (default 1 minute). */
   readonly healthPruneInterval?: Duration.DurationInput | undefined
-  /** How long computed percentiles and uptime are reused (default 1 second; 0 computes on every read). */
-  readonly healthCacheTtl?: Duration.DurationInput | undefined
-  /** Most endpoints tracked; beyond, the one idle the longest is forgotten (default 10,000). */
-  readonly healthMaxEndpoints?: number | undefined
-  /** Circuit breaker settings (threshold, cooldowns, outcomes that count as failures). */
-  readonly breaker?: Partial<CircuitBreaker.Options> | undefined
 }
 
-/** Memory held by the adapter. */
-export interface Footprint {
-  readonly endpoints: number
-  /** Bytes of the windows of every endpoint (views and pending deltas). */
-  readonly windowBytes: number
-}
+/** Memory held by the adapter: views and pending deltas. */
+export type Footprint = EndpointStats.Footprint
 
 /** The adapter's service: the port, plus `sync` (write and read back now) and its footprint. */
 export interface SqlEndpointStatsService extends EndpointStats.EndpointStatsService {
