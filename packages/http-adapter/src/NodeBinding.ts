@@ -84,11 +84,20 @@ const drained = (res: ServerResponse) =>
     res.on("close", done)
   })
 
-// One write per chunk of frames (the frames of one upstream read); waits only when the socket asks to.
-const writeFrames = (res: ServerResponse, frames: Chunk.Chunk<string>): Effect.Effect<void> => {
+/**
+ * One write per chunk of frames (the frames of one upstream read), then `next`: at once, unless the socket asks to
+ * wait (no Effect step of its own per chunk).
+ */
+const writeThen = (
+  res: ServerResponse,
+  frames: Chunk.Chunk<string>,
+  next: Effect.Effect<void>
+): Effect.Effect<void> => {
   if (res.destroyed) return Effect.interrupt
-  if (frames.length === 0) return Effect.void
-  return res.write(frames.length === 1 ? Chunk.unsafeHead(frames) : Chunk.join(frames, "")) ? Effect.void : drained(res)
+  if (frames.length === 0) return next
+  return res.write(frames.length === 1 ? Chunk.unsafeHead(frames) : Chunk.join(frames, ""))
+    ? next
+    : Effect.zipRight(drained(res), next)
 }
 
 /**
@@ -101,7 +110,7 @@ const writeStream = (res: ServerResponse, stream: Stream.Stream<string>): Effect
     const loop: Effect.Effect<void> = Effect.matchEffect(pull, {
       // The stream cannot fail: a failure of the pull is its end.
       onFailure: () => Effect.void,
-      onSuccess: (frames) => Effect.zipRight(writeFrames(res, frames), loop)
+      onSuccess: (frames) => writeThen(res, frames, loop)
     })
     return loop
   }))
@@ -114,7 +123,7 @@ const writePulls = (
   Effect.scoped(Effect.flatMap(open, (pull) => {
     const loop: Effect.Effect<void> = Effect.flatMap(
       pull,
-      (frames) => frames === undefined ? Effect.void : Effect.zipRight(writeFrames(res, frames), loop)
+      (frames) => frames === undefined ? Effect.void : writeThen(res, frames, loop)
     )
     return loop
   }))

@@ -731,24 +731,24 @@ export const make = (options: MessagesOptions = {}) =>
           // A plain loop of pulls: the held events first, then each upstream chunk decorated as it comes, then the end
           // check. No Stream stages in between: each would cost every chunk a channel's machinery.
           let state: "held" | "upstream" | "end" | "over" = "held"
-          const next = Effect.either(pull)
+          const next = Effect.match(pull, {
+            onFailure: (error) => {
+              state = "over"
+              return failed(error)
+            },
+            onSuccess: (chunk) => {
+              if (chunk !== undefined) return Chunk.map(chunk, decorate)
+              state = "over"
+              return ended()
+            }
+          })
           const framePull: FramePull = Effect.suspend(() => {
             switch (state) {
               case "held":
                 state = done ? "end" : "upstream"
                 return Effect.succeed(Chunk.map(Chunk.unsafeFromArray(held), decorate))
               case "upstream":
-                return Effect.map(next, (chunk) => {
-                  if (Either.isLeft(chunk)) {
-                    state = "over"
-                    return failed(chunk.left)
-                  }
-                  if (chunk.right === undefined) {
-                    state = "over"
-                    return ended()
-                  }
-                  return Chunk.map(chunk.right, decorate)
-                })
+                return next
               case "end":
                 state = "over"
                 return Effect.succeed(ended())
