@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, ManagedRuntime } from "effect"
+import { Chunk, Effect, Layer, ManagedRuntime, Option, Stream } from "effect"
 import { createServer, request as httpRequest, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import type { GatewayRequest, Handler, HandlerRequirements } from "../src/GatewayHttp.js"
@@ -118,4 +118,43 @@ describe("NodeBinding", () => {
     expect(await post(url, "{}")).toEqual({ status: 200, json: { size: 2 } })
     expect(calls).toBe(1)
   })
+
+  for (const form of ["pulls", "stream"] as const) {
+    it(`waits for a slow client before writing more (frames as ${form}), and loses nothing`, async () => {
+      const CHUNKS = 400
+      const frame = (i: number) => `data: ${String(i).padStart(6, "0")}${"x".repeat(64 * 1024)}\n\n`
+      let pulled = 0
+      const pull = Effect.sync(() => (pulled < CHUNKS ? Chunk.of(frame(pulled++)) : undefined))
+      const open = Effect.succeed(pull)
+      const stream = Stream.repeatEffectOption(
+        Effect.flatMap(pull, (chunk) => chunk === undefined ? Effect.fail(Option.none()) : Effect.succeed(chunk))
+      ).pipe(Stream.flattenChunks)
+      const url = await listen(() =>
+        Effect.succeed({
+          status: 200,
+          headers: { "content-type": "text/event-stream" },
+          body: form === "pulls" ? { _tag: "Stream" as const, stream, open } : { _tag: "Stream" as const, stream }
+        })
+      )
+      const { port } = new URL(url)
+      const { pausedAt, text } = await new Promise<{ pausedAt: number; text: string }>((resolve, reject) => {
+        const req = httpRequest({ host: "127.0.0.1", port, method: "POST", path: "/v1/messages" }, (res) => {
+          res.pause()
+          setTimeout(() => {
+            const pausedAt = pulled
+            const parts: Array<Buffer> = []
+            res.on("data", (d: Buffer) => parts.push(d))
+            res.on("end", () => resolve({ pausedAt, text: Buffer.concat(parts).toString() }))
+            res.resume()
+          }, 300)
+        })
+        req.on("error", reject)
+        req.end()
+      })
+      // While the client did not read, the binding stopped pulling once the socket's buffers were full.
+      expect(pausedAt).toBeLessThan(CHUNKS)
+      expect(pulled).toBe(CHUNKS)
+      expect(text).toBe(Array.from({ length: CHUNKS }, (_, i) => frame(i)).join(""))
+    })
+  }
 })
