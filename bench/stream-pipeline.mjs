@@ -5,7 +5,7 @@
 //   node bench/stream-pipeline.mjs
 //
 // - source: `Stream.repeatEffectChunkOption(pull)` (what Transport.ts used, and MessagesService.ts for the rest of a
-//   committed stream) against a channel that loops (`fromPull` in Transport.ts).
+//   committed stream) against a channel that loops (`fromPull`, which Transport.ts had until streams became pulls).
 //
 // This measured the Stream shapes the gateway had. It no longer uses any on the node path: streams travel as pulls
 // (see "Streams: pulls instead of streams" in docs/benchmarks.md), which this file does not measure.

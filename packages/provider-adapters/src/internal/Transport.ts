@@ -5,13 +5,13 @@
  * Requests go to the Agent's `dispatch` with a small handler of our own, inside `Effect.async`:
  * no AbortController, promise, URL parse or body `Readable` per call. The handler collects a JSON
  * answer's chunks and parses them once; a stream's events are parsed as each network read arrives
- * and handed on as one `Chunk` per read, so the Effect `Stream` machinery runs per read, not per
- * event. The canceler (interruption, or the end of the stream's scope before the body was read to
- * its end) aborts the request; a body read to its end is not aborted.
+ * and handed on as one `Chunk` per read, through a pull (`openEventStream`), so Effect runs per
+ * read, not per event. Interruption of a JSON call, or the end of a stream's scope before the body
+ * was read to its end, aborts the request; a body read to its end is not aborted.
  */
 import { Upstream } from "@model-gateway/core"
 import type { Scope } from "effect"
-import { Channel, Chunk, Effect, Stream } from "effect"
+import { Chunk, Effect } from "effect"
 import { createParser, type EventSourceMessage, type EventSourceParser } from "eventsource-parser"
 import { Agent, errors as UndiciErrors, util as UndiciUtil } from "undici"
 import type { Dispatcher } from "undici"
@@ -287,13 +287,6 @@ export interface EventDecoder<A> {
   readonly end: (out: Array<A>) => void
 }
 
-const passThrough: EventDecoder<EventSourceMessage> = {
-  event: (message, out) => {
-    out.push(message)
-  },
-  end: () => {}
-}
-
 /** Bytes read ahead of the puller before the socket is paused: a `Readable`'s default high-water mark. */
 const HIGH_WATER_MARK = 64 * 1024
 
@@ -467,19 +460,6 @@ class EventStreamHandler<A> {
 }
 
 /**
- * A stream of the chunks `pull` gives until it gives undefined. A channel that loops is a few µs per chunk cheaper
- * than `Stream.repeatEffectChunkOption` (no Option wrapping and unwrapping, no nested `unwrap` per chunk).
- */
-const fromPull = <A>(pull: Pull<A>): Stream.Stream<A, Upstream.UpstreamError> => {
-  const loop: Channel.Channel<Chunk.Chunk<A>, unknown, Upstream.UpstreamError, unknown, void, unknown> = Channel
-    .flatMap(
-      Channel.fromEffect(pull),
-      (values) => values === undefined ? Channel.void : Channel.zipRight(Channel.write(values), loop)
-    )
-  return Stream.fromChannel(loop)
-}
-
-/**
  * POSTs JSON and opens the server-sent events of the answer in the caller's scope: each pull gives the events decoded
  * by `decoder` since the previous pull (the events of one network read, or more when the reader is slower), or
  * undefined at the end. Closing the scope before the body has ended aborts the request. Back-pressure: once 64 KiB
@@ -501,27 +481,3 @@ export const openEventStream = <A>(
     ),
     (handler) => handler.pull
   )
-
-/**
- * `openEventStream` as a `Stream` (by default of the events themselves), as one chunk per network read (or fewer, when
- * the consumer is slower). Interrupting the stream, or ending it before the body has ended, aborts the request.
- */
-export function postEventStream(
-  transport: Transport,
-  call: HttpCall
-): Stream.Stream<EventSourceMessage, Upstream.UpstreamError>
-export function postEventStream<A>(
-  transport: Transport,
-  call: HttpCall,
-  decoder: EventDecoder<A>
-): Stream.Stream<A, Upstream.UpstreamError>
-export function postEventStream<A>(
-  transport: Transport,
-  call: HttpCall,
-  decoder?: EventDecoder<A>
-): Stream.Stream<A | EventSourceMessage, Upstream.UpstreamError> {
-  return Stream.unwrapScoped(Effect.map(
-    openEventStream(transport, call, (decoder ?? passThrough) as EventDecoder<A | EventSourceMessage>),
-    fromPull
-  ))
-}
