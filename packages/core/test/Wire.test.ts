@@ -34,3 +34,19 @@ describe("Wire.sseFrame", () => {
     expect(Wire.sseFrame(event)).toBe("event: ping\ndata: {\"type\":\"ping\",\"x\":1}\n\n")
   })
 })
+
+describe("Wire.withField", () => {
+  it("is { ...body, [key]: value }: the same keys in the same order, the body untouched", () => {
+    const body = { model: "a", max_tokens: 5 }
+    expect(Wire.withField(body, "stream", true)).toEqual({ model: "a", max_tokens: 5, stream: true })
+    expect(Object.keys(Wire.withField(body, "model", "b"))).toEqual(["model", "max_tokens"])
+    expect(body).toEqual({ model: "a", max_tokens: 5 })
+  })
+
+  it("keeps an own __proto__ key as a field, never as the prototype", () => {
+    const body = JSON.parse("{\"model\":\"a\",\"__proto__\":{\"polluted\":true}}")
+    const out = Wire.withField(body, "stream", false)
+    expect(Object.getPrototypeOf(out)).toBe(Object.prototype)
+    expect(JSON.stringify(out)).toBe("{\"model\":\"a\",\"__proto__\":{\"polluted\":true},\"stream\":false}")
+  })
+})

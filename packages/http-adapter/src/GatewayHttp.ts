@@ -100,10 +100,6 @@ export const jsonBodyOf = (
   }
 }
 
-/** `jsonBodyOf` as an Effect. */
-export const parseJsonBody = (request: GatewayRequest, bytes: Uint8Array) =>
-  Effect.suspend(() => jsonBodyOf(request, bytes))
-
 const missingKey = () =>
   new GatewayError.Unauthenticated({
     message: "Missing API key: send Authorization: Bearer <key> or x-api-key: <key>"

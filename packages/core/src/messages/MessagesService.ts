@@ -42,7 +42,7 @@ import { type EventPull, isRetryable, toGatewayError, Upstream, UpstreamError } 
 import { UsageLog } from "../usage/UsageLog.js"
 import * as MessagesRequest from "./MessagesRequest.js"
 import type { JsonObject, Message, StreamEvent, Usage } from "./Wire.js"
-import { sseFrame } from "./Wire.js"
+import { sseFrame, withField } from "./Wire.js"
 
 /** Who asked, and what the HTTP layer learnt from headers. */
 export interface RequestContext {
@@ -121,13 +121,6 @@ export const forwardBody = (body: JsonObject): JsonObject => {
   }
   return out
 }
-
-/**
- * `{ ...body, model }`. With Object.assign when it can: a spread given a new key is slow on V8 11 (see
- * docs/benchmarks.md). Object.assign would set the prototype for an own `__proto__` key, where a spread copies it.
- */
-const withModel = (body: JsonObject, model: string): JsonObject =>
-  Object.hasOwn(body, "__proto__") ? { ...body, model } : Object.assign({}, body, { model })
 
 const hasBlock = (messages: unknown, kind: string): boolean => {
   if (!Array.isArray(messages)) return false
@@ -408,7 +401,7 @@ export const make = (options: MessagesOptions = {}) =>
         const transforms = fileParser || compression
         const bodyFor = (attempt: Attempt): Effect.Effect<JsonObject, UpstreamError> =>
           Effect.gen(function*() {
-            let out: JsonObject = { ...forward, model: attempt.endpoint.upstreamModel }
+            let out: JsonObject = withField(forward, "model", attempt.endpoint.upstreamModel)
             if (fileParser && needs.documents && !(attempt.endpoint.inputModalities?.includes("file") ?? true)) {
               if (parsedDocuments === undefined) {
                 parsedDocuments = yield* DocumentParser.replaceDocuments(forward, (b64) =>
@@ -419,7 +412,7 @@ export const make = (options: MessagesOptions = {}) =>
                   )
                 steps.push({ type: "plugin", name: "file-parser", summary: "PDF documents converted to text" })
               }
-              out = { ...parsedDocuments, model: attempt.endpoint.upstreamModel }
+              out = withField(parsedDocuments, "model", attempt.endpoint.upstreamModel)
             }
             const context = attempt.endpoint.contextLength
             if (compression && context !== undefined) {
@@ -455,7 +448,7 @@ export const make = (options: MessagesOptions = {}) =>
           headers: context.headers
         })
         const plainCall = (attempt: Attempt): MessagesCall =>
-          callOf(attempt, withModel(forward, attempt.endpoint.upstreamModel))
+          callOf(attempt, withField(forward, "model", attempt.endpoint.upstreamModel))
         const call = (attempt: Attempt): Effect.Effect<MessagesCall, UpstreamError> =>
           transforms
             ? Effect.map(bodyFor(attempt), (callBody) => callOf(attempt, callBody))
@@ -808,87 +801,85 @@ export const make = (options: MessagesOptions = {}) =>
     }
 
     /** Guardrails and web plugins that act on the input before routing. */
+    // Called only when `needsPreflight(plugins)`.
     const preflight = (body: JsonObject, plugins: Plugins, steps: Array<PipelineStep>) =>
-      plugins.moderation === undefined && plugins.web === undefined && plugins["web-fetch"] === undefined &&
-        plugins["context-compression"] === undefined
-        ? Effect.succeed(body)
-        : Effect.gen(function*() {
-          if (plugins.moderation !== undefined) {
-            if (Option.isNone(moderation)) {
-              return yield* Effect.fail(
-                new GatewayError.InvalidRequest({
-                  message: "the moderation plugin was requested but no moderation provider is configured",
-                  param: "plugins"
-                })
-              )
-            }
-            const result = yield* moderation.value.check(Moderation.moderationInput(body)).pipe(
-              Effect.mapError((e) => new GatewayError.Unavailable({ message: `moderation unavailable: ${e.message}` }))
-            )
-            steps.push(Moderation.guardrailStep(result))
-            if (result.flagged) {
-              const denied = Moderation.blocked(result)
-              return yield* Effect.fail(new GatewayError.PermissionDenied({ message: denied.message, pipeline: steps }))
-            }
-          }
-          for (const id of ["web", "web-fetch"] as const) {
-            if (plugins[id] === undefined) continue
-            if (Option.isNone(webSearch)) return yield* Effect.fail(WebSearch.notConfigured(id))
-          }
-          let out = body
-          const compression = plugins["context-compression"]
-          if (compression?.engine !== undefined && !ContextCompression.engines.includes(compression.engine as never)) {
+      Effect.gen(function*() {
+        if (plugins.moderation !== undefined) {
+          if (Option.isNone(moderation)) {
             return yield* Effect.fail(
               new GatewayError.InvalidRequest({
-                message: `context-compression: unknown engine '${compression.engine}' (known: ${
-                  ContextCompression.engines.join(", ")
-                })`,
+                message: "the moderation plugin was requested but no moderation provider is configured",
                 param: "plugins"
               })
             )
           }
-          if (Option.isNone(webSearch)) return out
-          const search = webSearch.value
-          const userText = TaskClassifier.latestUserText(body.messages)
-          if (plugins.web !== undefined) {
-            const query = userText.slice(0, 400)
-            const results = yield* search.search(query, { maxResults: 5 }).pipe(
-              Effect.catchAll((e) => {
-                steps.push({ type: "plugin", name: "web", summary: `search failed: ${e.message}` })
-                return Effect.succeed([] as ReadonlyArray<WebSearch.SearchResult>)
-              })
+          const result = yield* moderation.value.check(Moderation.moderationInput(body)).pipe(
+            Effect.mapError((e) => new GatewayError.Unavailable({ message: `moderation unavailable: ${e.message}` }))
+          )
+          steps.push(Moderation.guardrailStep(result))
+          if (result.flagged) {
+            const denied = Moderation.blocked(result)
+            return yield* Effect.fail(new GatewayError.PermissionDenied({ message: denied.message, pipeline: steps }))
+          }
+        }
+        for (const id of ["web", "web-fetch"] as const) {
+          if (plugins[id] === undefined) continue
+          if (Option.isNone(webSearch)) return yield* Effect.fail(WebSearch.notConfigured(id))
+        }
+        let out = body
+        const compression = plugins["context-compression"]
+        if (compression?.engine !== undefined && !ContextCompression.engines.includes(compression.engine as never)) {
+          return yield* Effect.fail(
+            new GatewayError.InvalidRequest({
+              message: `context-compression: unknown engine '${compression.engine}' (known: ${
+                ContextCompression.engines.join(", ")
+              })`,
+              param: "plugins"
+            })
+          )
+        }
+        if (Option.isNone(webSearch)) return out
+        const search = webSearch.value
+        const userText = TaskClassifier.latestUserText(body.messages)
+        if (plugins.web !== undefined) {
+          const query = userText.slice(0, 400)
+          const results = yield* search.search(query, { maxResults: 5 }).pipe(
+            Effect.catchAll((e) => {
+              steps.push({ type: "plugin", name: "web", summary: `search failed: ${e.message}` })
+              return Effect.succeed([] as ReadonlyArray<WebSearch.SearchResult>)
+            })
+          )
+          if (results.length > 0) {
+            steps.push({
+              type: "plugin",
+              name: "web",
+              summary: `${results.length} search result(s) added to the prompt`
+            })
+            out = appendSystem(
+              out,
+              `Web search results for "${query}":\n${
+                results.map((r, i) => `[${i + 1}] ${r.title} (${r.url})\n${r.snippet}`).join("\n\n")
+              }`
             )
-            if (results.length > 0) {
-              steps.push({
-                type: "plugin",
-                name: "web",
-                summary: `${results.length} search result(s) added to the prompt`
+          }
+        }
+        if (plugins["web-fetch"] !== undefined) {
+          const urls = [...new Set(userText.match(/https?:\/\/[^\s<>"')\]]+/g) ?? [])].slice(0, 3)
+          const pages = yield* Effect.forEach(urls, (url) =>
+            search.fetch(url).pipe(
+              Effect.map((page) => [page]),
+              Effect.catchAll((e) => {
+                steps.push({ type: "plugin", name: "web-fetch", summary: `fetching ${url} failed: ${e.message}` })
+                return Effect.succeed([] as Array<WebSearch.FetchedPage>)
               })
-              out = appendSystem(
-                out,
-                `Web search results for "${query}":\n${
-                  results.map((r, i) => `[${i + 1}] ${r.title} (${r.url})\n${r.snippet}`).join("\n\n")
-                }`
-              )
-            }
+            ), { concurrency: 3 })
+          for (const page of pages.flat()) {
+            steps.push({ type: "plugin", name: "web-fetch", summary: `fetched ${page.url} into the prompt` })
+            out = appendSystem(out, `Content of ${page.url} (${page.title}):\n${page.text.slice(0, 100_000)}`)
           }
-          if (plugins["web-fetch"] !== undefined) {
-            const urls = [...new Set(userText.match(/https?:\/\/[^\s<>"')\]]+/g) ?? [])].slice(0, 3)
-            const pages = yield* Effect.forEach(urls, (url) =>
-              search.fetch(url).pipe(
-                Effect.map((page) => [page]),
-                Effect.catchAll((e) => {
-                  steps.push({ type: "plugin", name: "web-fetch", summary: `fetching ${url} failed: ${e.message}` })
-                  return Effect.succeed([] as Array<WebSearch.FetchedPage>)
-                })
-              ), { concurrency: 3 })
-            for (const page of pages.flat()) {
-              steps.push({ type: "plugin", name: "web-fetch", summary: `fetched ${page.url} into the prompt` })
-              out = appendSystem(out, `Content of ${page.url} (${page.title}):\n${page.text.slice(0, 100_000)}`)
-            }
-          }
-          return out
-        })
+        }
+        return out
+      })
 
     /** Chooses the model when a router plugin (or the router slug) is in play. */
     const chooseModel = (

@@ -28,6 +28,14 @@ export interface Message {
   [key: string]: unknown
 }
 
+/**
+ * `{ ...body, [key]: value }`, fast: with Object.assign when it can, because a spread object given a key it lacked is
+ * slow on V8 11 (Node 20; see docs/benchmarks.md). A body with an own `__proto__` key (JSON.parse makes one) takes
+ * the spread, which copies that key as a field where Object.assign would set the prototype.
+ */
+export const withField = (body: JsonObject, key: string, value: unknown): JsonObject =>
+  Object.hasOwn(body, "__proto__") ? { ...body, [key]: value } : Object.assign({}, body, { [key]: value })
+
 /** One server-sent event of a messages stream: the SSE event name equals `type`. */
 export interface StreamEvent {
   type: string

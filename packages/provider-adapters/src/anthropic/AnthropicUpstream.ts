@@ -45,14 +45,6 @@ const streamError = (data: Wire.JsonObject): Upstream.UpstreamError => {
   return new Upstream.UpstreamError({ kind, message: error?.message ?? "upstream stream error", errorType: type })
 }
 
-/**
- * The body with `stream` set: `{ ...body, stream }`, built with Object.assign because a spread object given a key it
- * lacked is slow on V8 11 (Node 20). Object.assign would set the prototype for an own `__proto__` key (JSON.parse
- * makes one), where the spread copies it: such a body takes the spread.
- */
-const withStream = (body: Wire.JsonObject, stream: boolean): Wire.JsonObject =>
-  Object.hasOwn(body, "__proto__") ? { ...body, stream } : Object.assign({}, body, { stream })
-
 const checkMessage = (json: unknown): Upstream.UpstreamError | undefined => {
   const message = json as Wire.Message | undefined
   return message !== undefined && message !== null && Array.isArray(message.content)
@@ -83,7 +75,7 @@ export const make = (options: AnthropicOptions): Upstream.UpstreamService => {
     postJson(transport, {
       url,
       headers: headersFor(call, false),
-      body: JSON.stringify(withStream(call.body, false)),
+      body: JSON.stringify(Wire.withField(call.body, "stream", false)),
       stream: false,
       describeError,
       check: checkMessage
@@ -95,7 +87,7 @@ export const make = (options: AnthropicOptions): Upstream.UpstreamService => {
     return openEventStream(transport, {
       url,
       headers: headersFor(call, true),
-      body: JSON.stringify(withStream(call.body, true)),
+      body: JSON.stringify(Wire.withField(call.body, "stream", true)),
       stream: true,
       describeError
     }, {
