@@ -72,16 +72,7 @@ export const make = (options: MemoryEndpointStatsOptions = {}): Effect.Effect<Me
         if (attempt.at > entry.lastAt) entry.lastAt = attempt.at
       })
 
-    // The clock read synchronously: on every request, one Effect step rather than three.
-    const snapshot: Effect.Effect<EndpointStats.HealthSnapshot> = Effect.clockWith((clock) => {
-      const now = clock.unsafeCurrentTimeMillis()
-      return Effect.succeed({
-        get: (endpointId) => {
-          const entry = entries.get(endpointId)
-          return entry === undefined ? undefined : healthOf(entry, now)
-        }
-      })
-    })
+    const snapshot = EndpointStats.snapshotOf(entries, healthOf)
 
     const footprint = Effect.sync((): Footprint => {
       let windowBytes = 0

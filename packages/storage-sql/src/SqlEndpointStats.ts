@@ -381,12 +381,7 @@ export const make = (
         if (attempt.at > entry.lastAt) entry.lastAt = attempt.at
       })
 
-    const snapshot: Effect.Effect<EndpointStats.HealthSnapshot> = Effect.map(Clock.currentTimeMillis, (now) => ({
-      get: (endpointId) => {
-        const entry = entries.get(endpointId)
-        return entry === undefined ? undefined : healthOf(entry, now)
-      }
-    }))
+    const snapshot = EndpointStats.snapshotOf(entries, healthOf)
 
     const footprint = Effect.sync((): Footprint => {
       let windowBytes = 0
