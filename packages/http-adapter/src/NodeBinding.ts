@@ -5,6 +5,7 @@
  * away interrupts the request's fiber, which aborts the upstream request.
  */
 import { GatewayError } from "@model-gateway/core"
+import type { MessagesService } from "@model-gateway/core"
 import type { ManagedRuntime } from "effect"
 import type { Scope } from "effect"
 import { Cause, Chunk, Effect, Exit, FiberId, Stream } from "effect"
@@ -118,7 +119,7 @@ const writeStream = (res: ServerResponse, stream: Stream.Stream<string>): Effect
 /** Writes the frames of `open`, one write per pull, and releases them when done (or interrupted). */
 const writePulls = (
   res: ServerResponse,
-  open: Effect.Effect<Effect.Effect<Chunk.Chunk<string> | undefined>, never, Scope.Scope>
+  open: Effect.Effect<MessagesService.FramePull, never, Scope.Scope>
 ): Effect.Effect<void> =>
   Effect.scoped(Effect.flatMap(open, (pull) => {
     const loop: Effect.Effect<void> = Effect.flatMap(
@@ -183,15 +184,6 @@ const describe = (
  */
 const READ_AHEAD_BYTES = 256 * 1024
 
-/**
- * Reads a small declared body before the request's fiber starts, then calls `ready` with it. Nothing is called when
- * the request fails or closes before its end: the client is gone (an error on the request means its socket was
- * destroyed), and there is nobody to answer.
- */
-const readAhead = (req: IncomingMessage, limit: number, ready: (body: GatewayRequest["body"]) => void): void => {
-  collectBody(req, limit, (body) => ready(Effect.succeed(body)), () => {})
-}
-
 const internalError = JSON.stringify({
   type: "error",
   error: { type: "api_error", message: "Internal error" },
@@ -231,7 +223,9 @@ export const makeListener = <E>(
     const declared = req.headers["content-length"]
     const length = declared === undefined ? NaN : Number(declared)
     if (req.method === "POST" && length >= 0 && length <= readAheadLimit) {
-      readAhead(req, readAheadLimit, (body) => serve(req, res, body))
+      // Read ahead. Nothing is served when the request fails or closes before its end: the client is gone (an error
+      // on the request means its socket was destroyed), and there is nobody to answer.
+      collectBody(req, readAheadLimit, (bytes) => serve(req, res, Effect.succeed(bytes)), () => {})
     } else {
       serve(req, res, readBody(req, limit))
     }
