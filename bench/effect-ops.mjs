@@ -9,7 +9,7 @@
 import { Config, Gateway } from "@model-gateway/example-node-server"
 import http from "node:http"
 import { Agent, request } from "undici"
-import { CLIENT_KEY, MESSAGE, PRICING, requestBody, requestHeaders, SSE_EVENTS, UPSTREAM_KEY } from "./fixtures.mjs"
+import { gatewayConfig, MESSAGE, requestBody, requestHeaders, SSE_EVENTS } from "./fixtures.mjs"
 
 // The runtime's own module: the same instance the gateway's `effect` loads (the same file).
 const { FiberRuntime } = await import(new URL("../node_modules/effect/dist/esm/internal/fiberRuntime.js", import.meta.url))
@@ -64,13 +64,7 @@ const upstream = http.createServer((req, res) => {
   })
 })
 await new Promise((resolve) => upstream.listen(0, "127.0.0.1", resolve))
-const { config } = Config.decode({
-  server: { host: "127.0.0.1", port: 0 },
-  storage: "memory:",
-  providers: { up: { kind: "anthropic", baseUrl: `http://127.0.0.1:${upstream.address().port}`, apiKey: UPSTREAM_KEY } },
-  models: { "bench/model": { endpoints: [{ provider: "up", upstreamModel: "m", pricing: PRICING }] } },
-  keys: [{ key: CLIENT_KEY, management: true }]
-})
+const { config } = Config.decode(gatewayConfig(`http://127.0.0.1:${upstream.address().port}`))
 const running = await Gateway.startServer(config, { host: "127.0.0.1", port: 0 })
 const agent = new Agent()
 const body = requestBody(stream)

@@ -93,6 +93,18 @@ export const requestBody = (stream) =>
 export const CLIENT_KEY = "mg-bench"
 export const UPSTREAM_KEY = "sk-bench"
 export const PRICING = { prompt: "0.000003", completion: "0.000015" }
+/**
+ * The gateway's configuration in every benchmark (before `Config.decode`): memory storage, one Anthropic provider at
+ * `upstreamUrl`, one model (`bench/model` -> upstream model `m`), one key.
+ */
+export const gatewayConfig = (upstreamUrl) => ({
+  server: { host: "127.0.0.1", port: 0 },
+  storage: "memory:",
+  providers: { up: { kind: "anthropic", baseUrl: upstreamUrl, apiKey: UPSTREAM_KEY } },
+  models: { "bench/model": { endpoints: [{ provider: "up", upstreamModel: "m", pricing: PRICING }] } },
+  keys: [{ key: CLIENT_KEY, management: true }]
+})
+
 /** What the gateway must report as usage.cost for one answer: 12 * 0.000003 + 24 * 0.000015. */
 export const EXPECTED_COST = Number((INPUT_TOKENS * 3 + OUTPUT_TOKENS * 15) / 1_000_000)
 

@@ -3,19 +3,13 @@
 // runs in production, only the configuration differs.
 import { Config, Gateway } from "@model-gateway/example-node-server"
 import { serveChild } from "./child.mjs"
-import { CLIENT_KEY, PRICING, UPSTREAM_KEY } from "./fixtures.mjs"
+import { gatewayConfig } from "./fixtures.mjs"
 
 const UPSTREAM_URL = process.env.UPSTREAM_URL
 if (!UPSTREAM_URL) throw new Error("UPSTREAM_URL is not set")
 
 await serveChild("gateway", async () => {
-  const { config, warnings } = Config.decode({
-    server: { host: "127.0.0.1", port: 0 },
-    storage: "memory:",
-    providers: { up: { kind: "anthropic", baseUrl: UPSTREAM_URL, apiKey: UPSTREAM_KEY } },
-    models: { "bench/model": { endpoints: [{ provider: "up", upstreamModel: "m", pricing: PRICING }] } },
-    keys: [{ key: CLIENT_KEY, management: true }]
-  })
+  const { config, warnings } = Config.decode(gatewayConfig(UPSTREAM_URL))
   for (const warning of warnings) console.error(`[bench/gateway] config warning: ${warning}`)
   const running = await Gateway.startServer(config, { host: "127.0.0.1", port: 0 })
   return { url: running.url, close: () => running.close(1_000) }

@@ -18,19 +18,13 @@ import { Config, Gateway } from "@model-gateway/example-node-server"
 import { Effect } from "effect"
 import { join, resolve } from "node:path"
 import { pathToFileURL } from "node:url"
-import { CLIENT_KEY, EXPECTED_COST, MESSAGE, PRICING, requestBody, requestHeaders, UPSTREAM_KEY } from "./fixtures.mjs"
+import { EXPECTED_COST, gatewayConfig, MESSAGE, requestBody, requestHeaders } from "./fixtures.mjs"
 
 const N = Number(process.env.BENCH_HANDLER_N ?? 20_000)
 const ROUNDS = Number(process.env.BENCH_HANDLER_ROUNDS ?? 8)
 const BASELINE = process.env.BENCH_BASELINE || undefined
 
-const configInput = {
-  server: { host: "127.0.0.1", port: 0 },
-  storage: "memory:",
-  providers: { up: { kind: "anthropic", baseUrl: "http://127.0.0.1:9", apiKey: UPSTREAM_KEY } },
-  models: { "bench/model": { endpoints: [{ provider: "up", upstreamModel: "m", pricing: PRICING }] } },
-  keys: [{ key: CLIENT_KEY, management: true }]
-}
+const configInput = gatewayConfig("http://127.0.0.1:9")
 const upstreamText = JSON.stringify(MESSAGE)
 const body = Buffer.from(requestBody(false))
 const headers = { ...requestHeaders, host: "127.0.0.1", connection: "keep-alive", "content-length": String(body.length) }
