@@ -11,9 +11,7 @@ export default defineConfig({
       "@model-gateway/provider-adapters": src("provider-adapters"),
       "@model-gateway/storage-memory": src("storage-memory"),
       "@model-gateway/storage-sql": src("storage-sql"),
-      "@model-gateway/example-node-server": fileURLToPath(
-        new URL("./examples/node-server/src/index.ts", import.meta.url)
-      )
+      "@model-gateway/server": src("server")
     }
   },
   test: {

@@ -6,7 +6,7 @@
 //   npm run build && node bench/effect-ops.mjs            counts by instruction kind
 //   node bench/effect-ops.mjs --detail                    and by the code each instruction runs
 //   node bench/effect-ops.mjs --stream                    a streamed request (26 events) instead
-import { Config, Gateway } from "@model-gateway/example-node-server"
+import { Config, Gateway } from "@model-gateway/server"
 import http from "node:http"
 import { Agent, request } from "undici"
 import { gatewayConfig, MESSAGE, requestBody, requestHeaders, SSE_EVENTS } from "./fixtures.mjs"

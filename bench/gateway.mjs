@@ -1,7 +1,7 @@
-// The server under test: the compiled gateway (examples/node-server/dist), memory storage, one
+// The server under test: the compiled gateway (packages/server/dist), memory storage, one
 // Anthropic provider pointing at the fake upstream, one model, one key. Exactly what `startServer`
 // runs in production, only the configuration differs.
-import { Config, Gateway } from "@model-gateway/example-node-server"
+import { Config, Gateway } from "@model-gateway/server"
 import { serveChild } from "./child.mjs"
 import { gatewayConfig } from "./fixtures.mjs"
 
@@ -11,6 +11,8 @@ if (!UPSTREAM_URL) throw new Error("UPSTREAM_URL is not set")
 await serveChild("gateway", async () => {
   const { config, warnings } = Config.decode(gatewayConfig(UPSTREAM_URL))
   for (const warning of warnings) console.error(`[bench/gateway] config warning: ${warning}`)
-  const running = await Gateway.startServer(config, { host: "127.0.0.1", port: 0 })
+  // One log line per request, as in production (BENCH_REQUEST_LOG=0 turns it off, to measure what it costs).
+  const requestLog = process.env.BENCH_REQUEST_LOG !== "0"
+  const running = await Gateway.startServer(config, { host: "127.0.0.1", port: 0, requestLog })
   return { url: running.url, close: () => running.close(1_000) }
 })

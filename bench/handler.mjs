@@ -14,7 +14,8 @@
 // process, and alternates the two round by round: an A/B of two builds whose difference is printed as a
 // median of per-round ratios. The speed of a shared machine drifts by up to 2x within minutes, so
 // only measurements interleaved like this compare.
-import { Config, Gateway } from "@model-gateway/example-node-server"
+import { Config, Gateway, LineWriter, Logging } from "@model-gateway/server"
+import { createWriteStream } from "node:fs"
 import { Effect } from "effect"
 import { join, resolve } from "node:path"
 import { pathToFileURL } from "node:url"
@@ -38,7 +39,9 @@ const setUp = async (name, modules, effect) => {
       throw new Error("bench/handler.mjs measures non-streaming requests only")
     }
   }
-  const gateway = await modules.Gateway.makeGateway(config, { upstreams: { up: stub } })
+  // Logs as in production (one line per request), to /dev/null.
+  const logging = modules.Logging?.make("logfmt", undefined, modules.LineWriter.make(createWriteStream("/dev/null")))
+  const gateway = await modules.Gateway.makeGateway(config, { upstreams: { up: stub }, logging, requestLog: process.env.BENCH_REQUEST_LOG !== "0" })
   const succeed = effect.Effect.succeed
   const request = () => ({ method: "POST", path: "/v1/messages", headers, body: succeed(body) })
   const run = () => gateway.runtime.runPromise(gateway.handler(request()))
@@ -51,10 +54,11 @@ const setUp = async (name, modules, effect) => {
   return { name, run, dispose: () => gateway.dispose(), results: [] }
 }
 
-const targets = [await setUp("gateway", { Config, Gateway }, { Effect })]
+const targets = [await setUp("gateway", { Config, Gateway, LineWriter, Logging }, { Effect })]
 if (BASELINE !== undefined) {
   const from = (path) => import(pathToFileURL(join(resolve(BASELINE), path)).href)
-  const modules = await from("examples/node-server/dist/index.js")
+  // A build from before the server package had its composition root in examples/node-server.
+  const modules = await from("packages/server/dist/index.js").catch(() => from("examples/node-server/dist/index.js"))
   const effect = await from("node_modules/effect/dist/esm/index.js")
   targets.push(await setUp("baseline", modules, effect))
 }

@@ -22,6 +22,7 @@
 //                      "baseline", and the run prints gateway/baseline (an A/B of two builds)
 //   BENCH_CPU_PROF=1   run the gateway child with --cpu-prof into bench/.prof (summarise with
 //                      `node bench/profile-top.mjs`); BENCH_CPU_PROF=proxy,gateway profiles both
+//   BENCH_REQUEST_LOG=0 the gateway without its per-request log line (on by default, as in production)
 import autocannon from "autocannon"
 import { fork } from "node:child_process"
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
@@ -97,7 +98,8 @@ const startChild = (name, file, env = {}, execArgv = []) =>
     const child = fork(resolvePath(here, file), [], {
       env: { ...process.env, ...env },
       execArgv,
-      stdio: ["ignore", "inherit", "inherit", "ipc"]
+      // Standard output to /dev/null: the gateway logs a line per request, as in production, and its cost counts.
+      stdio: ["ignore", "ignore", "inherit", "ipc"]
     })
     children.add(child)
     child.benchName = name

@@ -4,7 +4,7 @@
  *
  *   GATEWAY_CONFIG=./gateway.config.json node examples/embedding/dist/main.js
  */
-import { Config, Gateway } from "@model-gateway/example-node-server"
+import { Config, Gateway } from "@model-gateway/server"
 import { readFileSync } from "node:fs"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 

@@ -1,7 +1,7 @@
 /** The gateway mounted inside a host server, and its fetch and @effect/platform HttpApp bindings. */
 import Anthropic from "@anthropic-ai/sdk"
 import { HttpApp } from "@effect/platform"
-import { Config } from "@model-gateway/example-node-server"
+import { Config } from "@model-gateway/server"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"

@@ -72,10 +72,10 @@ export interface PolicyRequest {
   readonly health?: RoutePlanner.HealthSnapshot
 }
 
-/** Plans a request under the EU policy; fails with `NotFound` (404) or `Unavailable` (503). */
+/** Plans a request under the EU policy; fails with `NotFound` (404) or `InvalidRequest` (400: nothing qualifies). */
 export const route = (
   request: PolicyRequest
-): Effect.Effect<RoutePlanner.RoutePlan, GatewayError.NotFound | GatewayError.Unavailable> =>
+): Effect.Effect<RoutePlanner.RoutePlan, GatewayError.NotFound | GatewayError.InvalidRequest> =>
   Effect.sync(() =>
     RoutePlanner.plan(
       {

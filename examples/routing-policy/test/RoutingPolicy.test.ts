@@ -60,12 +60,12 @@ describe("EU-only ZDR policy", () => {
     ])
   })
 
-  it("answers 503 naming the filters when no EU ZDR endpoint serves the model, 404 for an unknown model", () => {
+  it("answers 400 naming the filters when no EU ZDR endpoint serves the model, 404 for an unknown model", () => {
     const unavailable = failure({ model: "meta/llama-70b" })
-    expect(unavailable._tag).toBe("Unavailable")
+    expect(unavailable._tag).toBe("InvalidRequest")
     expect(unavailable.message).toBe(
-      "No endpoint can serve this request: provider.only removed meta/llama-70b via us-cloud " +
-        "(us-cloud is not in provider.only)"
+      "No endpoints found that can serve this request (provider.only): provider.only removed meta/llama-70b via " +
+        "us-cloud (us-cloud is not in provider.only)"
     )
     expect(failure({ model: "nope/nothing" })._tag).toBe("NotFound")
   })

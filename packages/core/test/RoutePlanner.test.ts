@@ -100,18 +100,65 @@ describe("RoutePlanner", () => {
     }
   })
 
-  it("answers 503 naming the filter when nothing is left", () => {
+  it("answers 400 (never 503: retrying cannot help) naming each filter and what it removed when nothing is left", () => {
     const images = failure({ model: "b/two", requirements: { ...none, images: true } })
-    expect(images._tag).toBe("Unavailable")
-    expect(images.message).toContain("images removed b/two via p3 (does not accept images)")
-    const tooMany = failure({ model: "b/two", requirements: { ...none, maxTokens: 1001 } })
-    expect(tooMany.message).toContain("max_tokens 1001 exceeds its limit of 1000")
+    expect(images._tag).toBe("InvalidRequest")
+    expect(images.message).toBe(
+      "No endpoints found that can serve this request (images): images removed b/two via p3 (does not accept images)"
+    )
     expect(ids({ model: "b/two", requirements: { ...none, maxTokens: 1000 } })).toEqual(["b/two@p3"])
     const mixed = failure({ model: "a/one", requirements: { ...none, tools: true }, provider: { ignore: ["P1"] } })
     expect(mixed.message).toBe(
-      "No endpoint can serve this request: provider.ignore removed a/one via p1 (p1 is in provider.ignore); " +
-        "tools removed a/one via p2 (does not support tools)"
+      "No endpoints found that can serve this request (provider.ignore, tools): provider.ignore removed a/one via p1 " +
+        "(p1 is in provider.ignore); tools removed a/one via p2 (does not support tools)"
     )
+  })
+
+  it("prefers endpoints that honour max_tokens, then clamps to an endpoint's own limit (unless the model is strict)", () => {
+    const catalogue = makeSnapshot([
+      model(
+        "m/x",
+        endpoint("m/x", "small", { maxCompletionTokens: 8192 }),
+        endpoint("m/x", "big", { maxCompletionTokens: 64000 })
+      ),
+      model("m/small", endpoint("m/small", "s1", { maxCompletionTokens: 8192, contextLength: 40000 })),
+      { ...model("m/strict", endpoint("m/strict", "s2", { maxCompletionTokens: 8192 })), maxTokensPolicy: "strict" }
+    ])
+    const honoured = Either.getOrThrow(
+      RoutePlanner.plan({ model: "m/x", requirements: { ...none, maxTokens: 32000 } }, catalogue)
+    )
+    expect(honoured.attempts.map((a) => [a.endpoint.provider, a.maxTokens])).toEqual([["big", undefined]])
+    const clamped = Either.getOrThrow(
+      RoutePlanner.plan({ model: "m/small", requirements: { ...none, maxTokens: 32000 } }, catalogue)
+    )
+    expect(clamped.attempts.map((a) => [a.endpoint.provider, a.maxTokens])).toEqual([["s1", 8192]])
+    expect(clamped.steps).toContainEqual({
+      type: "routing",
+      name: "clamp",
+      summary: "m/small via s1: max_tokens 32000 lowered to its limit of 8192"
+    })
+    // The clamped value is what the context check uses: 30,000 + 8,192 fits 40,000, 35,000 + 8,192 does not.
+    expect(Either.isRight(RoutePlanner.plan({
+      model: "m/small",
+      requirements: { ...none, maxTokens: 32000, estimatedPromptTokens: 30000 }
+    }, catalogue))).toBe(true)
+    expect(
+      failure({
+        model: "m/small",
+        requirements: { ...none, maxTokens: 32000, estimatedPromptTokens: 35000 }
+      }, catalogue)._tag
+    ).toBe("InvalidRequest")
+    const strict = failure({ model: "m/strict", requirements: { ...none, maxTokens: 32000 } }, catalogue)
+    expect(strict._tag).toBe("InvalidRequest")
+    expect(strict.message).toContain("max_tokens 32000 exceeds its limit of 8192")
+    // Provider preferences still apply to clamped endpoints.
+    expect(
+      failure({
+        model: "m/small",
+        requirements: { ...none, maxTokens: 32000 },
+        provider: { ignore: ["s1"] }
+      }, catalogue)._tag
+    ).toBe("InvalidRequest")
   })
 
   it("skips an endpoint whose context length is too small for the estimated prompt plus max_tokens", () => {

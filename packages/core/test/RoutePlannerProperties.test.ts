@@ -204,8 +204,23 @@ const allowed = (g: Generated, needs: RoutePlanner.Requirements, p: RoutePlanner
   return true
 }
 
-const candidates = (s: Scenario) =>
-  [s.models[0], ...s.models.filter((m) => s.fallbacks.includes(m.id))].flatMap((m) => m.endpoints)
+const candidateModels = (s: Scenario) => [s.models[0], ...s.models.filter((m) => s.fallbacks.includes(m.id))]
+
+/**
+ * The endpoints a plan holds, with the `max_tokens` each is sent when clamped: per model, those the filters keep;
+ * when none, those they keep with `max_tokens` lowered to the endpoint's own limit (prefer, then clamp).
+ */
+const eligibleOf = (s: Scenario): Array<{ g: Generated; maxTokens: number | undefined }> =>
+  candidateModels(s).flatMap((m): Array<{ g: Generated; maxTokens: number | undefined }> => {
+    const kept = m.endpoints.filter((g) => allowed(g, s.requirements, s.provider))
+    if (kept.length > 0) return kept.map((g) => ({ g, maxTokens: undefined }))
+    const wanted = s.requirements.maxTokens
+    return m.endpoints.flatMap((g) => {
+      const limit = g.endpoint.maxCompletionTokens
+      if (wanted === undefined || limit === undefined || limit >= wanted) return []
+      return allowed(g, { ...s.requirements, maxTokens: limit }, s.provider) ? [{ g, maxTokens: limit }] : []
+    })
+  })
 
 const partitionOf = (p: RoutePlanner.ProviderPreferences) =>
   p.sort != null && typeof p.sort !== "string" ? p.sort.partition ?? "model" : "model"
@@ -244,19 +259,23 @@ const property = <A>(arb: fc.Arbitrary<A>, check: (a: A) => void, numRuns = 500)
 describe("RoutePlanner properties", () => {
   it("the plan holds exactly the endpoints the filters keep (all of them unless allow_fallbacks is false)", () => {
     property(scenarioArb, (s) => {
-      const eligible = candidates(s).filter((g) => allowed(g, s.requirements, s.provider))
+      const eligible = eligibleOf(s)
       const result = run(s)
       if (eligible.length === 0) {
-        expect(Either.isLeft(result) && result.left._tag).toBe("Unavailable")
+        expect(Either.isLeft(result) && result.left._tag).toBe("InvalidRequest")
         return
       }
       const attempts = Either.getOrThrow(result).attempts
       const ids = attempts.map((a) => a.endpoint.id)
       expect(new Set(ids).size).toBe(ids.length)
-      const keep = new Set(eligible.map((g) => g.endpoint.id))
-      for (const id of ids) expect(keep.has(id)).toBe(true)
-      for (const a of attempts) expect(RoutePlanner.excludedBy(a.endpoint, s.requirements, s.provider)).toBeUndefined()
-      if (s.provider.allow_fallbacks !== false) expect(new Set(ids)).toEqual(keep)
+      const keep = new Map(eligible.map(({ g, maxTokens }) => [g.endpoint.id, maxTokens]))
+      for (const a of attempts) {
+        expect(keep.has(a.endpoint.id)).toBe(true)
+        expect(a.maxTokens).toBe(keep.get(a.endpoint.id))
+        const needs = a.maxTokens === undefined ? s.requirements : { ...s.requirements, maxTokens: a.maxTokens }
+        expect(RoutePlanner.excludedBy(a.endpoint, needs, s.provider)).toBeUndefined()
+      }
+      if (s.provider.allow_fallbacks !== false) expect(new Set(ids)).toEqual(new Set(keep.keys()))
     })
   })
 

@@ -1,14 +1,38 @@
 /**
- * Error bodies: the messages-style body of spec 7.1 for `/v1/messages`, the generic
- * `{error:{code,message,metadata}}` body of spec 7.2 elsewhere. Statuses come from the one table in
- * core (`GatewayError.describe`).
+ * Error bodies, one per route family: the messages-style body of spec 7.1 (`/v1/messages`), the generic
+ * `{error:{code,message,metadata}}` body of spec 7.2 (speech, endpoints, interns, batches, and any path the gateway
+ * does not know), and OpenAI's `{error:{message,type,param,code}}` body for the OpenAI-compatible routes. Statuses
+ * and types come from the one table in core (`GatewayError.describe`).
  */
 import { GatewayError } from "@model-gateway/core"
-import type { GatewayResponse } from "./GatewayHttp.js"
+import type { GatewayResponse } from "./HttpTypes.js"
+
+/** The error body a route answers with. */
+export type Family = "messages" | "generic" | "openai"
+
+/** What an error response says, before its family gives it a body. */
+interface Problem {
+  readonly status: number
+  /** The messages-protocol error type (spec 7.1). */
+  readonly type: string
+  readonly message: string
+  readonly param: string | undefined
+  /** OpenAI's error code, when there is one. */
+  readonly code: string | null
+  readonly serviceMetadata: unknown
+  /** The generic body's `metadata` (spec 7.2), when the error has a reason. */
+  readonly metadata: Metadata | undefined
+  readonly headers: Record<string, string>
+}
+
+interface Metadata {
+  readonly reason: string
+  readonly retryable: boolean
+}
 
 const JSON_TYPE = "application/json"
 
-const extraHeaders = (error: GatewayError.GatewayError, requestId: string): Record<string, string> => {
+const headersOf = (error: GatewayError.GatewayError, requestId: string): Record<string, string> => {
   const headers: Record<string, string> = { "content-type": JSON_TYPE, "request-id": requestId }
   if (error._tag === "RateLimited" && error.retryAfterMs !== undefined) {
     headers["retry-after"] = String(Math.max(1, Math.ceil(error.retryAfterMs / 1000)))
@@ -17,47 +41,136 @@ const extraHeaders = (error: GatewayError.GatewayError, requestId: string): Reco
   return headers
 }
 
-/** The messages-style error response. */
-export const messages = (error: GatewayError.GatewayError, requestId: string): GatewayResponse => {
+const OPENAI_CODES: Partial<Record<GatewayError.GatewayError["_tag"], string>> = {
+  Unauthenticated: "invalid_api_key",
+  RateLimited: "rate_limit_exceeded"
+}
+
+const problemOf = (error: GatewayError.GatewayError, requestId: string): Problem => {
   const { status, type } = GatewayError.describe(error)
   return {
     status,
-    headers: extraHeaders(error, requestId),
-    body: {
-      _tag: "Text",
-      text: JSON.stringify({
-        type: "error",
-        error: { type, message: error.message },
-        request_id: requestId,
-        ...(error._tag === "PermissionDenied" && error.pipeline !== undefined
-          ? { service_metadata: { pipeline: error.pipeline } }
-          : {})
-      })
-    }
+    type,
+    message: error.message,
+    param: error._tag === "InvalidRequest" ? error.param : undefined,
+    code: OPENAI_CODES[error._tag] ?? null,
+    serviceMetadata: error._tag === "PermissionDenied" && error.pipeline !== undefined
+      ? { pipeline: error.pipeline }
+      : undefined,
+    metadata: metadataOf(error, status),
+    headers: headersOf(error, requestId)
   }
 }
 
-const REASONS: Partial<Record<number, { reason: string; retryable: boolean }>> = {
+const text = (status: number, headers: Record<string, string>, body: unknown): GatewayResponse => ({
+  status,
+  headers,
+  body: { _tag: "Text", text: JSON.stringify(body) }
+})
+
+const messagesBody = (problem: Problem, requestId: string): GatewayResponse =>
+  text(problem.status, problem.headers, {
+    type: "error",
+    error: { type: problem.type, message: problem.message },
+    request_id: requestId,
+    ...(problem.serviceMetadata === undefined ? {} : { service_metadata: problem.serviceMetadata })
+  })
+
+const REASONS: Partial<Record<number, Metadata>> = {
   404: { reason: "not_found", retryable: false },
   500: { reason: "internal_error", retryable: true }
 }
 
-/** The generic error response of spec 7.2. */
-export const generic = (error: GatewayError.GatewayError, requestId: string): GatewayResponse => {
-  const { status } = GatewayError.describe(error)
-  const metadata = REASONS[status]
-  return {
-    status,
-    headers: extraHeaders(error, requestId),
-    body: {
-      _tag: "Text",
-      text: JSON.stringify({ error: { code: status, message: error.message, ...(metadata ? { metadata } : {}) } })
-    }
+/** The reason of an error that names its own, else the one of its status (spec 7.2). */
+const metadataOf = (error: GatewayError.GatewayError, status: number): Metadata | undefined => {
+  switch (error._tag) {
+    case "Conflict":
+      return { reason: error.reason, retryable: error.retryable }
+    case "RequestTimeout":
+      return { reason: "timeout", retryable: true }
+    case "PermissionDenied":
+      return error.reason === undefined ? REASONS[status] : { reason: error.reason, retryable: false }
+    case "RateLimited":
+      return error.reason === undefined ? REASONS[status] : { reason: error.reason, retryable: true }
+    default:
+      return REASONS[status]
   }
 }
 
-export const methodNotAllowed = (allow: string, requestId: string): GatewayResponse => ({
-  status: 405,
-  headers: { "content-type": JSON_TYPE, allow, "request-id": requestId },
-  body: { _tag: "Text", text: JSON.stringify({ error: { code: 405, message: `Method not allowed; use ${allow}` } }) }
-})
+const genericBody = (problem: Problem): GatewayResponse => {
+  const metadata = problem.metadata
+  return text(problem.status, problem.headers, {
+    error: { code: problem.status, message: problem.message, ...(metadata ? { metadata } : {}) }
+  })
+}
+
+/** The messages-protocol types OpenAI's bodies share; any other becomes `server_error` (5xx) or an invalid request. */
+const OPENAI_TYPES = new Set([
+  "invalid_request_error",
+  "authentication_error",
+  "permission_error",
+  "not_found_error",
+  "rate_limit_error"
+])
+
+const openaiType = (problem: Problem): string =>
+  OPENAI_TYPES.has(problem.type) ? problem.type : problem.status >= 500 ? "server_error" : "invalid_request_error"
+
+const openaiBody = (problem: Problem): GatewayResponse =>
+  text(problem.status, problem.headers, {
+    error: { message: problem.message, type: openaiType(problem), param: problem.param ?? null, code: problem.code }
+  })
+
+const render = (family: Family, problem: Problem, requestId: string): GatewayResponse => {
+  switch (family) {
+    case "messages":
+      return messagesBody(problem, requestId)
+    case "generic":
+      return genericBody(problem)
+    case "openai":
+      return openaiBody(problem)
+  }
+}
+
+/** The messages-style error response (spec 7.1). */
+export const messages = (error: GatewayError.GatewayError, requestId: string): GatewayResponse =>
+  messagesBody(problemOf(error, requestId), requestId)
+
+/** The generic error response (spec 7.2). */
+export const generic = (error: GatewayError.GatewayError, requestId: string): GatewayResponse =>
+  genericBody(problemOf(error, requestId))
+
+/** OpenAI's error response. */
+export const openai = (error: GatewayError.GatewayError, requestId: string): GatewayResponse =>
+  openaiBody(problemOf(error, requestId))
+
+/** The error response of a family. */
+export const of = (family: Family): (error: GatewayError.GatewayError, requestId: string) => GatewayResponse => {
+  switch (family) {
+    case "messages":
+      return messages
+    case "generic":
+      return generic
+    case "openai":
+      return openai
+  }
+}
+
+/** A 405 for a known path asked with a method it does not serve, with `Allow` listing those it does. */
+export const methodNotAllowed = (
+  family: Family,
+  method: string,
+  path: string,
+  allow: string,
+  requestId: string
+): GatewayResponse =>
+  render(family, {
+    status: 405,
+    type: "invalid_request_error",
+    message: `Method ${method} is not allowed on ${path}; allowed: ${allow}`,
+    param: undefined,
+    code: null,
+    serviceMetadata: undefined,
+    metadata: undefined,
+    headers: { "content-type": JSON_TYPE, allow, "request-id": requestId }
+  }, requestId)

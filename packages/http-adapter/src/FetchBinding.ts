@@ -6,6 +6,7 @@ import { GatewayError } from "@model-gateway/core"
 import type { ManagedRuntime } from "effect"
 import { Effect, Stream } from "effect"
 import type { GatewayRequest, GatewayResponse, Handler, HandlerRequirements } from "./GatewayHttp.js"
+import { bytesOf } from "./HttpTypes.js"
 
 export interface FetchOptions {
   /** Largest accepted request body in bytes; default 32 MiB. */
@@ -61,6 +62,7 @@ export const toGatewayRequest = (request: Request, options: FetchOptions = {}): 
   return {
     method: request.method,
     path,
+    query: url.search.slice(1),
     headers,
     body: readBody(request, options.maxBodyBytes ?? 32 * 1024 * 1024)
   }
@@ -79,6 +81,12 @@ export const toResponse = (response: GatewayResponse): Response => {
       const body = Stream.toReadableStream(Stream.map(response.body.stream, (frame) => encoder.encode(frame)))
       return new Response(body, { status: response.status, headers: response.headers })
     }
+    case "Bytes":
+      // A failure errors the body's stream, so the client sees a broken answer; a cancelled body interrupts the pulls.
+      return new Response(Stream.toReadableStream(bytesOf(response.body.open)), {
+        status: response.status,
+        headers: response.headers
+      })
   }
 }
 

@@ -6,6 +6,7 @@ import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { GatewayError } from "@model-gateway/core"
 import { Effect, Stream } from "effect"
 import type { GatewayResponse, Handler } from "./GatewayHttp.js"
+import { bytesOf } from "./HttpTypes.js"
 
 export interface HttpAppOptions {
   /** Largest accepted request body in bytes; default 32 MiB. */
@@ -27,6 +28,8 @@ const toServerResponse = (response: GatewayResponse): HttpServerResponse.HttpSer
         headers,
         contentType
       })
+    case "Bytes":
+      return HttpServerResponse.stream(bytesOf(response.body.open), { status: response.status, headers, contentType })
   }
 }
 
@@ -60,6 +63,12 @@ export const make = (handler: Handler, options: HttpAppOptions = {}) =>
         )
       )
     })
-    const response = yield* handler({ method: request.method, path, headers: request.headers, body })
+    const response = yield* handler({
+      method: request.method,
+      path,
+      query: url.search.slice(1),
+      headers: request.headers,
+      body
+    })
     return toServerResponse(response)
   })

@@ -11,38 +11,66 @@ import type { Scope } from "effect"
 import { Cause, Chunk, Effect, Exit, FiberId, Stream } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { GatewayRequest, GatewayResponse, Handler, HandlerRequirements } from "./GatewayHttp.js"
+import type * as HttpTypes from "./HttpTypes.js"
+import type { BodyError } from "./HttpTypes.js"
 
 export interface NodeOptions {
   /** Largest accepted request body in bytes; larger gets 413. Default 32 MiB. */
   readonly maxBodyBytes?: number | undefined
   /** A prefix the embedding server mounts the gateway under, stripped before routing (e.g. `/gateway`). */
   readonly mountPath?: string | undefined
+  /** How long a refused upload is read and discarded before its connection closes (default `LINGER_MS`). */
+  readonly lingerMs?: number | undefined
+  /** How many more bytes of it at most (default `LINGER_BYTES`). */
+  readonly lingerBytes?: number | undefined
+  /**
+   * How long a request body may stop arriving (no byte for this long) before the request is answered 408 and its
+   * connection closed (default `BODY_IDLE_MS`).
+   */
+  readonly bodyIdleMs?: number | undefined
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
+
+/** A body that sends nothing for this long is abandoned: 408, then the connection closes. */
+export const BODY_IDLE_MS = 10_000
+
+const stalled = (ms: number) =>
+  new GatewayError.RequestTimeout({
+    message: `Request body: nothing arrived for ${ms / 1000} s before its end (Content-Length promised more)`
+  })
 
 const tooLarge = (limit: number) =>
   new GatewayError.PayloadTooLarge({ message: `Request body exceeds the limit of ${limit} bytes` })
 
 /**
- * Collects a request body with plain listeners: `done` with the whole body, or `failed` once it passes `limit` or the
- * request errs. Nothing is called when the request closes before its end. Returns what removes the listeners.
+ * Collects a request body with plain listeners: `done` with the whole body, or `failed` once it passes `limit`, stops
+ * arriving for `idleMs`, or the request errs. Nothing is called when the request closes before its end. Returns what
+ * removes the listeners.
  */
 const collectBody = (
   req: IncomingMessage,
   limit: number,
+  idleMs: number,
   done: (body: Uint8Array) => void,
-  failed: (error: GatewayError.PayloadTooLarge | GatewayError.InvalidRequest) => void
+  failed: (error: BodyError) => void
 ): () => void => {
   const chunks: Array<Buffer> = []
   let size = 0
+  // One timer for the whole read, pushed back by each chunk (`refresh` re-arms it without a new allocation).
+  const timer = setTimeout(() => {
+    cleanup()
+    failed(stalled(idleMs))
+  }, idleMs)
   const cleanup = () => {
+    clearTimeout(timer)
     req.off("data", onData)
     req.off("end", onEnd)
     req.off("error", onError)
     req.off("close", cleanup)
   }
   const onData = (chunk: Buffer) => {
+    timer.refresh()
     size += chunk.length
     if (size > limit) {
       cleanup()
@@ -64,14 +92,16 @@ const collectBody = (
   return cleanup
 }
 
-const readBody = (req: IncomingMessage, limit: number) =>
-  Effect.async<Uint8Array, GatewayError.PayloadTooLarge | GatewayError.InvalidRequest>((resume) => {
+const readBody = (req: IncomingMessage, limit: number, idleMs: number) =>
+  Effect.async<Uint8Array, BodyError>((resume) => {
     const declared = Number(req.headers["content-length"])
     if (Number.isFinite(declared) && declared > limit) {
       resume(Effect.fail(tooLarge(limit)))
       return
     }
-    return Effect.sync(collectBody(req, limit, (body) => resume(Effect.succeed(body)), (e) => resume(Effect.fail(e))))
+    return Effect.sync(
+      collectBody(req, limit, idleMs, (body) => resume(Effect.succeed(body)), (e) => resume(Effect.fail(e)))
+    )
   })
 
 const drained = (res: ServerResponse) =>
@@ -129,11 +159,94 @@ const writePulls = (
     return loop
   }))
 
-/** Writes a gateway response to a node response. */
-export const writeResponse = (res: ServerResponse, response: GatewayResponse): Effect.Effect<void> => {
+/**
+ * Writes a binary body as its bytes arrive, one write per pull, waiting for the socket to drain when it asks to, then
+ * ends it. A failure of a pull (the source was cut short) destroys the response instead: the client sees a broken
+ * answer (no terminating chunk), never a complete-looking one.
+ */
+const writeBytes = (
+  res: ServerResponse,
+  open: Effect.Effect<HttpTypes.BytePull, never, Scope.Scope>
+): Effect.Effect<void> =>
+  Effect.scoped(Effect.flatMap(open, (pull) => {
+    const loop: Effect.Effect<void> = Effect.matchEffect(pull, {
+      onFailure: () => Effect.sync(() => res.destroy()),
+      onSuccess: (bytes) => {
+        if (bytes === undefined) return Effect.sync(() => res.end())
+        if (res.destroyed) return Effect.interrupt
+        if (bytes.byteLength === 0) return loop
+        return res.write(bytes) ? loop : Effect.zipRight(drained(res), loop)
+      }
+    })
+    return loop
+  }))
+
+/** How long, and how many more bytes, a refused upload is read and discarded before its connection closes. */
+export const LINGER_MS = 10_000
+export const LINGER_BYTES = 128 * 1024 * 1024
+
+/**
+ * A lingering close: the answer (with `Connection: close`) is sent whole, then the rest of the request body is read
+ * and discarded until it ends, or for at most `LINGER_MS` and `LINGER_BYTES`, and only then the connection closes.
+ * Closing at once while the client is still uploading (a body over the limit, answered 413 before it is read) gives
+ * the client a broken pipe instead of the answer, and SDKs then send the whole upload again.
+ */
+const linger = (
+  req: IncomingMessage,
+  res: ServerResponse,
+  response: { readonly status: number; readonly headers: object; readonly text: string },
+  limits: { readonly ms: number; readonly bytes: number }
+) => {
+  const { headers, status, text } = response
+  res.writeHead(status, Object.assign({}, headers, { "content-length": Buffer.byteLength(text) }))
+  res.write(text)
+  let discarded = 0
+  const done = () => {
+    clearTimeout(timer)
+    req.off("data", count)
+    req.off("end", done)
+    req.off("close", done)
+    res.end()
+  }
+  const count = (chunk: Buffer) => {
+    discarded += chunk.length
+    if (discarded > limits.bytes) done()
+  }
+  const timer = setTimeout(done, limits.ms)
+  req.on("data", count)
+  req.once("end", done)
+  req.once("close", done)
+  req.resume()
+}
+
+/**
+ * Writes a gateway response to a node response. With `req`, an answer that closes the connection while the request
+ * body is still arriving lingers (see `linger`).
+ */
+export const writeResponse = (
+  res: ServerResponse,
+  response: GatewayResponse,
+  req?: IncomingMessage,
+  options: NodeOptions = {}
+): Effect.Effect<void> => {
   switch (response.body._tag) {
     case "Text": {
       const text = response.body.text
+      if (req !== undefined && !req.complete && response.status === 408) {
+        // A body that stopped arriving: answer, then close; there is nothing to wait for.
+        return Effect.sync(() => {
+          res.writeHead(408, Object.assign({}, response.headers, { "content-length": Buffer.byteLength(text) }))
+          res.end(text, () => req.socket.destroy())
+        })
+      }
+      if (req !== undefined && !req.complete && response.headers.connection === "close") {
+        return Effect.sync(() =>
+          linger(req, res, { status: response.status, headers: response.headers, text }, {
+            ms: options.lingerMs ?? LINGER_MS,
+            bytes: options.lingerBytes ?? LINGER_BYTES
+          })
+        )
+      }
       return Effect.sync(() => {
         // Object.assign rather than a spread: a spread object given a new key is slow on V8 11 (Node 20).
         res.writeHead(
@@ -156,12 +269,29 @@ export const writeResponse = (res: ServerResponse, response: GatewayResponse): E
         return body.open === undefined ? writeStream(res, body.stream) : writePulls(res, body.open)
       }).pipe(Effect.ensuring(Effect.sync(() => res.end())))
     }
+    case "Bytes": {
+      const open = response.body.open
+      return Effect.suspend(() => {
+        res.writeHead(response.status, response.headers)
+        res.flushHeaders()
+        return writeBytes(res, open)
+      }).pipe(
+        // Interrupted before its end (shutdown, a defect): the body is incomplete, and must not look complete.
+        Effect.ensuring(Effect.sync(() => {
+          if (!res.writableEnded) res.destroy()
+        }))
+      )
+    }
   }
 }
 
 /** Adapts node's request to the gateway's description; the body is read when the handler asks for it. */
 export const toGatewayRequest = (req: IncomingMessage, options: NodeOptions = {}): GatewayRequest =>
-  describe(req, options, readBody(req, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES))
+  describe(
+    req,
+    options,
+    readBody(req, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, options.bodyIdleMs ?? BODY_IDLE_MS)
+  )
 
 const describe = (
   req: IncomingMessage,
@@ -173,7 +303,7 @@ const describe = (
   let path = q === -1 ? url : url.slice(0, q)
   const mount = options.mountPath
   if (mount !== undefined && path.startsWith(mount)) path = path.slice(mount.length) || "/"
-  return { method: req.method ?? "GET", path, headers: req.headers, body }
+  return { method: req.method ?? "GET", path, query: q === -1 ? "" : url.slice(q + 1), headers: req.headers, body }
 }
 
 /**
@@ -200,10 +330,11 @@ export const makeListener = <E>(
   options: NodeOptions = {}
 ) => {
   const limit = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
+  const idleMs = options.bodyIdleMs ?? BODY_IDLE_MS
   const readAheadLimit = Math.min(limit, READ_AHEAD_BYTES)
   const serve = (req: IncomingMessage, res: ServerResponse, body: GatewayRequest["body"]): void => {
     const fiber = runtime.runFork(
-      Effect.flatMap(handler(describe(req, options, body)), (response) => writeResponse(res, response))
+      Effect.flatMap(handler(describe(req, options, body)), (response) => writeResponse(res, response, req, options))
     )
     // A defect (the handler cannot fail otherwise) still gets an answer. Watched from outside the fiber rather than
     // with `catchAllDefect`, which would add Effect steps to every request for what should never happen.
@@ -223,11 +354,14 @@ export const makeListener = <E>(
     const declared = req.headers["content-length"]
     const length = declared === undefined ? NaN : Number(declared)
     if (req.method === "POST" && length >= 0 && length <= readAheadLimit) {
-      // Read ahead. Nothing is served when the request fails or closes before its end: the client is gone (an error
-      // on the request means its socket was destroyed), and there is nobody to answer.
-      collectBody(req, readAheadLimit, (bytes) => serve(req, res, Effect.succeed(bytes)), () => {})
+      // Read ahead. Nothing is served when the request errs or closes before its end: the client is gone (an error
+      // on the request means its socket was destroyed), and there is nobody to answer. A body that stopped arriving
+      // is answered (408) by the route, which finds the failure when it reads the body.
+      collectBody(req, readAheadLimit, idleMs, (bytes) => serve(req, res, Effect.succeed(bytes)), (error) => {
+        if (error._tag === "RequestTimeout") serve(req, res, Effect.fail(error))
+      })
     } else {
-      serve(req, res, readBody(req, limit))
+      serve(req, res, readBody(req, limit, idleMs))
     }
   }
 }

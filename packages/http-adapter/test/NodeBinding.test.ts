@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "@effect/vitest"
 import { Chunk, Effect, Layer, ManagedRuntime, Option, Stream } from "effect"
 import { createServer, request as httpRequest, type Server } from "node:http"
-import type { AddressInfo } from "node:net"
+import { type AddressInfo, connect } from "node:net"
 import type { GatewayRequest, Handler, HandlerRequirements } from "../src/GatewayHttp.js"
 import * as NodeBinding from "../src/NodeBinding.js"
 
@@ -33,7 +33,9 @@ const echoSize: Handler = (request: GatewayRequest) =>
     Effect.catchAll((error) =>
       Effect.succeed({
         status: error._tag === "PayloadTooLarge" ? 413 : 400,
-        headers: { "content-type": "application/json" },
+        headers: error._tag === "PayloadTooLarge"
+          ? { "content-type": "application/json", connection: "close" } as Record<string, string>
+          : { "content-type": "application/json" },
         body: { _tag: "Text" as const, text: JSON.stringify({ error: error.message }) }
       })
     )
@@ -75,6 +77,53 @@ describe("NodeBinding", () => {
       }
     })
     expect((await post(url, chunked as never, { duplex: "half" } as RequestInit)).status).toBe(413)
+  })
+
+  it("answers a body over the limit with the 413 that every fetch upload reads, never a broken pipe", async () => {
+    const url = await listen(echoSize, { maxBodyBytes: 32 * 1024 * 1024 })
+    const big = new Uint8Array(33 * 1024 * 1024)
+    // Declared too large (answered before a byte is read) and chunked (answered once past the limit).
+    const statuses: Array<number | string> = []
+    for (let i = 0; i < 8; i++) {
+      statuses.push(await post(url, big).then((r) => r.status, (e) => String(e.cause ?? e)))
+    }
+    expect(statuses).toEqual(Array(8).fill(413))
+    const streamed = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        controller.enqueue(new Uint8Array(1024 * 1024))
+        if (++sent === 40) controller.close()
+      }
+    })
+    let sent = 0
+    expect((await post(url, streamed as never, { duplex: "half" } as RequestInit)).status).toBe(413)
+  })
+
+  it("closes a refused upload's connection after the linger time, however long the client goes on sending", async () => {
+    const url = await listen(echoSize, { maxBodyBytes: 1000, lingerMs: 300 })
+    const { port } = new URL(url)
+    // A raw client that never stops its chunked upload and never closes: only the gateway can end this.
+    const closed = await new Promise<{ head: string; after: number }>((resolve, reject) => {
+      const socket = connect({ host: "127.0.0.1", port: Number(port) })
+      let head = ""
+      let answered = 0
+      const chunk = `${(64 * 1024).toString(16)}\r\n${"x".repeat(64 * 1024)}\r\n`
+      socket.write("POST /v1/messages HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n")
+      const timer = setInterval(() => socket.writable && socket.write(chunk), 20)
+      socket.on("data", (data) => {
+        if (answered === 0) answered = Date.now()
+        head += data.toString()
+      })
+      socket.on("error", () => {})
+      socket.on("close", () => {
+        clearInterval(timer)
+        resolve({ head, after: Date.now() - answered })
+      })
+      setTimeout(() => reject(new Error("the connection stayed open")), 5000)
+    })
+    expect(closed.head).toMatch(/^HTTP\/1\.1 413 /)
+    expect(closed.head).toMatch(/\r\nconnection: close\r\n/i)
+    expect(closed.after).toBeGreaterThanOrEqual(250)
+    expect(closed.after).toBeLessThan(3000)
   })
 
   it("answers a defect with a 500 in the messages error shape, and keeps serving", async () => {

@@ -3,39 +3,76 @@
  * endpoint's `provider`. Adapters (and their connection pools) are built once, at start-up.
  */
 import { Upstream } from "@model-gateway/core"
+import type { Scope } from "effect"
 import { Effect, Layer } from "effect"
 import * as AnthropicUpstream from "./anthropic/AnthropicUpstream.js"
 import type { Timeouts } from "./internal/Transport.js"
 import * as OpenAiUpstream from "./openai/OpenAiUpstream.js"
+import * as LocalSpeech from "./speech/LocalSpeech.js"
+import * as OpenAiSpeech from "./speech/OpenAiSpeech.js"
 
 /** How to reach one provider. */
-export interface ProviderConfig {
+export type ProviderConfig = HttpProviderConfig | LocalSpeechConfig
+
+/** A provider over HTTP. */
+export interface HttpProviderConfig {
   readonly kind: "anthropic" | "openai"
   readonly baseUrl: string
   readonly apiKey?: string | undefined
   readonly headers?: Readonly<Record<string, string>> | undefined
   readonly timeouts?: Partial<Timeouts> | undefined
+  /** OpenAI-compatible providers: the output-cap field their endpoints take by default (see `OpenAiUpstream`). */
+  readonly maxTokensField?: "max_tokens" | "max_completion_tokens" | undefined
 }
 
-/** Builds the adapter for one provider. Add a provider kind here. */
-export const adapterFor = (config: ProviderConfig): Upstream.UpstreamService => {
+/** The local, offline speech engine (eSpeak NG in worker threads); see `LocalSpeech`. */
+export interface LocalSpeechConfig {
+  readonly kind: "local-speech"
+  readonly workers?: number | undefined
+  readonly maxInputChars?: number | undefined
+  /** `firstByteMs`: how long a request may wait for its first audio, queueing included. */
+  readonly timeouts?: { readonly firstByteMs?: number | undefined } | undefined
+}
+
+/** Builds the adapter for one provider, its connection pool closing with the scope. Add a provider kind here. */
+export const adapterFor = (config: ProviderConfig): Effect.Effect<Upstream.UpstreamService, never, Scope.Scope> => {
   switch (config.kind) {
     case "anthropic":
       return AnthropicUpstream.make(config)
     case "openai":
-      return OpenAiUpstream.make(config)
+      // OpenAI-compatible providers also serve `POST {baseUrl}/audio/speech`.
+      return Effect.zipWith(OpenAiUpstream.make(config), OpenAiSpeech.make(config), (upstream, speech) => ({
+        ...upstream,
+        speech
+      }))
+    case "local-speech":
+      return LocalSpeech.make({
+        workers: config.workers,
+        maxInputChars: config.maxInputChars,
+        firstByteMs: config.timeouts?.firstByteMs
+      })
   }
 }
 
-/** Routes each call to its endpoint's provider adapter. */
+/** Routes each call to its endpoint's provider adapter. The adapters' pools close with the scope. */
 export const make = (
   providers: Readonly<Record<string, ProviderConfig | Upstream.UpstreamService>>
-): Upstream.UpstreamService => {
-  const adapters = new Map<string, Upstream.UpstreamService>()
-  for (const [name, config] of Object.entries(providers)) {
-    adapters.set(name, "kind" in config ? adapterFor(config) : config)
-  }
-  const unknown = (call: Upstream.MessagesCall) =>
+): Effect.Effect<Upstream.UpstreamService, never, Scope.Scope> =>
+  Effect.map(
+    Effect.forEach(Object.entries(providers), ([name, config]) =>
+      Effect.map("kind" in config ? adapterFor(config) : Effect.succeed(config), (adapter) =>
+        [name, adapter] as const)),
+    (entries) =>
+      route(new Map(entries))
+  )
+
+const route = (adapters: ReadonlyMap<string, Upstream.UpstreamService>): Upstream.UpstreamService => {
+  const cannot = (call: Upstream.OpenAiCall) =>
+    new Upstream.UpstreamError({
+      kind: "unsupported",
+      message: `provider '${call.endpoint.provider}' cannot serve the OpenAI ${call.api} API`
+    })
+  const unknown = (call: { readonly endpoint: { readonly provider: string } }) =>
     new Upstream.UpstreamError({
       kind: "unsupported",
       message: `no adapter is configured for provider '${call.endpoint.provider}'`
@@ -48,10 +85,44 @@ export const make = (
     streamMessage: (call) => {
       const adapter = adapters.get(call.endpoint.provider)
       return adapter === undefined ? Effect.fail(unknown(call)) : adapter.streamMessage(call)
+    },
+    createOpenAi: (call) => {
+      const adapter = adapters.get(call.endpoint.provider)
+      if (adapter === undefined) return Effect.fail(unknown(call))
+      return adapter.createOpenAi === undefined ? Effect.fail(cannot(call)) : adapter.createOpenAi(call)
+    },
+    streamOpenAi: (call) => {
+      const adapter = adapters.get(call.endpoint.provider)
+      if (adapter === undefined) return Effect.fail(unknown(call))
+      return adapter.streamOpenAi === undefined ? Effect.fail(cannot(call)) : adapter.streamOpenAi(call)
+    },
+    countTokens: (call) => {
+      const adapter = adapters.get(call.endpoint.provider)
+      if (adapter === undefined) return Effect.fail(unknown(call))
+      return adapter.countTokens === undefined
+        ? Effect.fail(
+          new Upstream.UpstreamError({
+            kind: "unsupported",
+            message: `provider '${call.endpoint.provider}' cannot count tokens`
+          })
+        )
+        : adapter.countTokens(call)
+    },
+    speech: (call) => {
+      const adapter = adapters.get(call.endpoint.provider)
+      if (adapter === undefined) return Effect.fail(unknown(call))
+      return adapter.speech === undefined
+        ? Effect.fail(
+          new Upstream.UpstreamError({
+            kind: "unsupported",
+            message: `provider '${call.endpoint.provider}' does not synthesize speech`
+          })
+        )
+        : adapter.speech(call)
     }
   }
 }
 
 /** The Upstream port from provider configuration (or ready-made adapters, e.g. test doubles). */
 export const layer = (providers: Readonly<Record<string, ProviderConfig | Upstream.UpstreamService>>) =>
-  Layer.sync(Upstream.Upstream, () => make(providers))
+  Layer.scoped(Upstream.Upstream, make(providers))

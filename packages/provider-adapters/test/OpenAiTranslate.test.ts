@@ -5,6 +5,7 @@ import type { Upstream } from "@model-gateway/core"
 import { Wire } from "@model-gateway/core"
 import { Either } from "effect"
 import * as OpenAiTranslate from "../src/openai/OpenAiTranslate.js"
+import * as OpenAiUpstream from "../src/openai/OpenAiUpstream.js"
 
 type Json = Wire.JsonObject
 
@@ -129,6 +130,38 @@ describe("toChatRequest", () => {
       role: "system",
       content: [{ type: "text", text: "a" }, { type: "text", text: "b", cache_control: { type: "ephemeral" } }]
     })
+  })
+
+  it("keeps system messages sent among the others in their place (Claude Code's mid-conversation system)", () => {
+    const out = request(
+      base([
+        { role: "user", content: "hi" },
+        { role: "assistant", content: "hello" },
+        { role: "system", content: "The user's time zone is UTC." },
+        { role: "system", content: [{ type: "text", text: "a" }, { type: "text", text: "b" }] },
+        { role: "user", content: "what time is it?" }
+      ], { system: "be brief" })
+    )
+    assert.deepStrictEqual(out.messages, [
+      { role: "system", content: "be brief" },
+      { role: "user", content: "hi" },
+      { role: "assistant", content: "hello" },
+      { role: "system", content: "The user's time zone is UTC." },
+      { role: "system", content: "a\n\nb" },
+      { role: "user", content: "what time is it?" }
+    ])
+  })
+
+  it("caps the output with the field the endpoint takes", () => {
+    const body = base([{ role: "user", content: "hi" }])
+    assert.strictEqual(request(body).max_tokens, 100)
+    const reasoning = request(body, { maxTokensField: "max_completion_tokens" })
+    assert.strictEqual(reasoning.max_completion_tokens, 100)
+    assert.notProperty(reasoning, "max_tokens")
+    // By default: what OpenAI's API takes on api.openai.com, `max_tokens` elsewhere.
+    assert.strictEqual(OpenAiUpstream.defaultMaxTokensField("https://api.openai.com/v1"), "max_completion_tokens")
+    assert.strictEqual(OpenAiUpstream.defaultMaxTokensField("http://127.0.0.1:8000/v1"), "max_tokens")
+    assert.strictEqual(OpenAiUpstream.defaultMaxTokensField("https://openrouter.ai/api/v1"), "max_tokens")
   })
 
   it("streams with include_usage", () => {

@@ -10,10 +10,10 @@
 import { CircuitBreaker, EndpointStats, HealthWindows } from "@model-gateway/core"
 import { Duration, Effect, Layer } from "effect"
 
-export type MemoryEndpointStatsOptions = EndpointStats.WindowOptions
+export type MemoryEndpointStatsOptions = HealthWindows.WindowOptions
 
 /** Memory held by the adapter. */
-export type Footprint = EndpointStats.Footprint
+export type Footprint = HealthWindows.Footprint
 
 /** The adapter's service: the port, plus its footprint for tests and diagnostics. */
 export interface MemoryEndpointStatsService extends EndpointStats.EndpointStatsService {

@@ -1,16 +1,9 @@
 /**
- * In-process `Keys` adapter: a Map from key hash to principal. Only the SHA-256 hash of a key is
- * kept; for tests, examples and single-process embedding.
- *
- * Looking a key up by its hash is safe against timing attacks: the Map compares SHA-256 digests,
- * and how long a comparison of digests takes says nothing an attacker can use about the secret
- * (a matching prefix of digests is no step towards a matching secret). A constant-time comparison
- * of the raw secret is impossible here by design, since the secret is not stored; the
- * `timingSafeEqual` of the digest bytes after a hit is a cheap second check, not the protection.
+ * In-process `Keys` adapter: a Map from key digest to stored key, for tests, examples and single-process
+ * embedding. Only digests are kept (see the port).
  */
 import { Keys } from "@model-gateway/core"
-import { Effect, Layer, Option } from "effect"
-import { digestOf, hashSecret, keyIdOf, sameDigest } from "./internal/keyHash.js"
+import { Clock, Effect, Layer, Option } from "effect"
 
 export interface MemoryKeysOptions {
   /** Keys provisioned when the layer is built. */
@@ -18,14 +11,14 @@ export interface MemoryKeysOptions {
 }
 
 interface Stored {
-  readonly digest: Buffer
-  readonly principal: Keys.Principal
+  readonly digest: string
+  readonly key: Keys.StoredKey
   /** `Option.some(principal)`, made once. */
   readonly found: Option.Option<Keys.Principal>
 }
 
-const toPrincipal = (hash: string, key: Keys.ProvisionKey): Keys.Principal => ({
-  keyId: keyIdOf(hash),
+const principalOf = (key: Keys.ProvisionKey): Keys.Principal => ({
+  keyId: Keys.keyIdOf(key.digest),
   workspace: key.workspace,
   management: key.management,
   interns: key.interns,
@@ -34,35 +27,61 @@ const toPrincipal = (hash: string, key: Keys.ProvisionKey): Keys.Principal => ({
 
 /** Builds an empty in-memory key store. */
 export const make: Effect.Effect<Keys.KeysService> = Effect.sync(() => {
-  const byHash = new Map<string, Stored>()
+  const byDigest = new Map<string, Stored>()
 
-  const provision = (key: Keys.ProvisionKey) =>
-    Effect.sync(() => {
-      const hash = hashSecret(key.secret)
-      const principal = toPrincipal(hash, key)
-      byHash.set(hash, { digest: digestOf(hash), principal, found: Option.some(principal) })
-      return principal
+  const store = (key: Keys.ProvisionKey, now: number): Keys.Principal => {
+    const principal = principalOf(key)
+    const createdAt = byDigest.get(key.digest)?.key.createdAt ?? now
+    byDigest.set(key.digest, {
+      digest: key.digest,
+      key: { ...principal, source: key.source, createdAt },
+      found: Option.some(principal)
+    })
+    return principal
+  }
+
+  const provision = (key: Keys.ProvisionKey) => Effect.map(Clock.currentTimeMillis, (now) => store(key, now))
+
+  const sync = (source: Keys.KeySource, keys: ReadonlyArray<Omit<Keys.ProvisionKey, "source">>) =>
+    Effect.map(Clock.currentTimeMillis, (now): Keys.SyncResult => {
+      const wanted = new Set(keys.map((k) => k.digest))
+      let added = 0
+      let kept = 0
+      let revoked = 0
+      for (const [digest, stored] of byDigest) {
+        if (stored.key.source === source && !wanted.has(digest)) {
+          byDigest.delete(digest)
+          revoked++
+        }
+      }
+      for (const key of keys) {
+        if (byDigest.has(key.digest)) kept++
+        else added++
+        store({ ...key, source }, now)
+      }
+      return { added, kept, revoked }
     })
 
   return Keys.Keys.of({
-    authenticate: (secret) =>
+    authenticate: (digest) =>
       Effect.sync(() => {
-        const hash = hashSecret(secret)
-        const stored = byHash.get(hash)
-        return stored !== undefined && sameDigest(stored.digest, hash) ? stored.found : Option.none()
+        const stored = byDigest.get(digest)
+        return stored !== undefined && Keys.sameDigest(stored.digest, digest) ? stored.found : Option.none()
       }),
     provision,
     revoke: (keyId) =>
       Effect.sync(() => {
         let removed = false
-        for (const [hash, stored] of byHash) {
-          if (stored.principal.keyId === keyId) {
-            byHash.delete(hash)
+        for (const [digest, stored] of byDigest) {
+          if (stored.key.keyId === keyId) {
+            byDigest.delete(digest)
             removed = true
           }
         }
         return removed
-      })
+      }),
+    list: Effect.sync(() => [...byDigest.values()].map((s) => s.key).sort((a, b) => a.createdAt - b.createdAt)),
+    sync
   })
 })
 

@@ -1,9 +1,10 @@
 /**
- * Every in-memory store in one layer: `Keys`, `UsageLog`, `EndpointStats` and `SessionAffinity`.
+ * Every in-memory store in one layer: `Keys`, `UsageLog`, `EndpointStats`, `SessionAffinity` and `InternStore`.
  */
-import type { EndpointStats, Keys, SessionAffinity, UsageLog } from "@model-gateway/core"
+import type { Stores } from "@model-gateway/core"
 import { Layer } from "effect"
 import * as MemoryEndpointStats from "./MemoryEndpointStats.js"
+import * as MemoryInternStore from "./MemoryInternStore.js"
 import * as MemoryKeys from "./MemoryKeys.js"
 import * as MemorySessionAffinity from "./MemorySessionAffinity.js"
 import * as MemoryUsageLog from "./MemoryUsageLog.js"
@@ -16,13 +17,14 @@ export interface StorageMemoryOptions
     MemorySessionAffinity.MemorySessionAffinityOptions
 {}
 
-/** In-memory `Keys`, `UsageLog`, `EndpointStats` and `SessionAffinity`. */
+/** In-memory `Keys`, `UsageLog`, `EndpointStats`, `SessionAffinity` and `InternStore`. */
 export const layer = (
   options: StorageMemoryOptions = {}
-): Layer.Layer<Keys.Keys | UsageLog.UsageLog | EndpointStats.EndpointStats | SessionAffinity.SessionAffinity> =>
+): Layer.Layer<Stores.Stores> =>
   Layer.mergeAll(
     MemoryKeys.layer(options),
     MemoryUsageLog.layer(options),
     MemoryEndpointStats.layer(options),
-    MemorySessionAffinity.layer(options)
+    MemorySessionAffinity.layer(options),
+    MemoryInternStore.layer
   )

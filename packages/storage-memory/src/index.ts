@@ -1,4 +1,5 @@
 export * as MemoryEndpointStats from "./MemoryEndpointStats.js"
+export * as MemoryInternStore from "./MemoryInternStore.js"
 export * as MemoryKeys from "./MemoryKeys.js"
 export * as MemorySessionAffinity from "./MemorySessionAffinity.js"
 export * as MemoryUsageLog from "./MemoryUsageLog.js"

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Keys, UsageLog } from "@model-gateway/core"
 import { Effect, Option } from "effect"
-import { storageContract, usageRecord } from "../../core/test/contract/StorageContract.js"
+import { digestOf, storageContract, usageRecord } from "../../core/test/contract/StorageContract.js"
 import { MemoryUsageLog, StorageMemory } from "../src/index.js"
 
 storageContract("memory", StorageMemory.layer())
@@ -19,11 +19,19 @@ describe("StorageMemory", () => {
   it.effect("can be seeded with keys", () =>
     Effect.gen(function*() {
       const keys = yield* Keys.Keys
-      const principal = yield* keys.authenticate("sk-seeded")
+      const principal = yield* keys.authenticate(digestOf("sk-seeded"))
       assert.deepStrictEqual(Option.map(principal, (p) => p.workspace), Option.some("seeded"))
     }).pipe(
       Effect.provide(
-        StorageMemory.layer({ keys: [{ secret: "sk-seeded", workspace: "seeded", management: false, interns: false }] })
+        StorageMemory.layer({
+          keys: [{
+            digest: digestOf("sk-seeded"),
+            source: "cli",
+            workspace: "seeded",
+            management: false,
+            interns: false
+          }]
+        })
       )
     ))
 })

@@ -94,12 +94,132 @@ const createSessionAffinity = Effect.gen(function*() {
   yield* sql`CREATE INDEX mg_session_affinity_updated_at ON mg_session_affinity (updated_at)`
 })
 
+/**
+ * Keys learn where they came from (`config` keys are synced at every start; `cli` keys stay until revoked); usage
+ * records learn their route, and may have no key, workspace or model (a request refused before those were known).
+ * Existing keys were all provisioned from configuration. SQLite cannot drop a NOT NULL, so its usage table is rebuilt.
+ */
+const keySourcesAndUsageRoutes = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE mg_api_keys ADD COLUMN source TEXT NOT NULL DEFAULT 'config'`
+  yield* sql.onDialectOrElse({
+    pg: () =>
+      Effect.all([
+        sql`ALTER TABLE mg_usage ADD COLUMN route TEXT NOT NULL DEFAULT 'POST /v1/messages'`,
+        sql`ALTER TABLE mg_usage ALTER COLUMN key_id DROP NOT NULL`,
+        sql`ALTER TABLE mg_usage ALTER COLUMN workspace DROP NOT NULL`,
+        sql`ALTER TABLE mg_usage ALTER COLUMN model DROP NOT NULL`
+      ], { discard: true }),
+    orElse: () =>
+      Effect.all([
+        sql`CREATE TABLE mg_usage_new (
+          id INTEGER PRIMARY KEY,
+          request_id TEXT NOT NULL,
+          created_at BIGINT NOT NULL,
+          route TEXT NOT NULL,
+          key_id TEXT,
+          workspace TEXT,
+          model TEXT,
+          provider TEXT,
+          endpoint_id TEXT,
+          stream INTEGER NOT NULL,
+          status INTEGER NOT NULL,
+          error_type TEXT,
+          input_tokens BIGINT NOT NULL,
+          output_tokens BIGINT NOT NULL,
+          cache_read_tokens BIGINT NOT NULL,
+          cache_write_tokens BIGINT NOT NULL,
+          cost TEXT NOT NULL,
+          latency_ms DOUBLE PRECISION NOT NULL,
+          ttfb_ms DOUBLE PRECISION,
+          attempts INTEGER NOT NULL,
+          session_id TEXT,
+          user_id TEXT,
+          app_referer TEXT,
+          app_title TEXT,
+          app_categories TEXT
+        )`,
+        sql`INSERT INTO mg_usage_new SELECT id, request_id, created_at, 'POST /v1/messages', key_id, workspace, model,
+          provider, endpoint_id, stream, status, error_type, input_tokens, output_tokens, cache_read_tokens,
+          cache_write_tokens, cost, latency_ms, ttfb_ms, attempts, session_id, user_id, app_referer, app_title,
+          app_categories FROM mg_usage`,
+        sql`DROP TABLE mg_usage`,
+        sql`ALTER TABLE mg_usage_new RENAME TO mg_usage`,
+        sql`CREATE INDEX mg_usage_workspace_created_at ON mg_usage (workspace, created_at)`,
+        sql`CREATE INDEX mg_usage_request_id ON mg_usage (request_id)`
+      ], { discard: true })
+  })
+})
+
+/**
+ * Interns (`mg_interns`; the idempotency key of their creation unique per workspace, NULLs apart), the turns of their
+ * chat sessions (`mg_intern_turns`, in insertion order) and the audit log of daemon-access reveals
+ * (`mg_intern_reveals`, kept when the intern goes).
+ */
+const createInterns = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE mg_interns (
+    id TEXT PRIMARY KEY NOT NULL,
+    workspace TEXT NOT NULL,
+    name TEXT NOT NULL,
+    description TEXT,
+    instructions TEXT,
+    model TEXT,
+    status TEXT NOT NULL,
+    progress_label TEXT,
+    progress_step INTEGER,
+    progress_total INTEGER,
+    hostname TEXT,
+    vault_id TEXT,
+    attached_vault_id TEXT,
+    last_failure_message TEXT,
+    idempotency_key TEXT,
+    fingerprint TEXT,
+    created_at BIGINT NOT NULL,
+    updated_at BIGINT NOT NULL
+  )`
+  yield* sql`CREATE UNIQUE INDEX mg_interns_idempotency ON mg_interns (workspace, idempotency_key)`
+  yield* sql`CREATE INDEX mg_interns_workspace_id ON mg_interns (workspace, id)`
+  const id = sql.onDialectOrElse({
+    pg: () => sql.literal("id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"),
+    orElse: () => sql.literal("id INTEGER PRIMARY KEY")
+  })
+  yield* sql`CREATE TABLE mg_intern_turns (
+    ${id},
+    intern_id TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    created_at BIGINT NOT NULL
+  )`
+  yield* sql`CREATE INDEX mg_intern_turns_session ON mg_intern_turns (intern_id, session_id, id)`
+  yield* sql`CREATE TABLE mg_intern_reveals (
+    id TEXT PRIMARY KEY NOT NULL,
+    intern_id TEXT NOT NULL,
+    workspace TEXT NOT NULL,
+    key_id TEXT NOT NULL,
+    request_id TEXT NOT NULL,
+    at BIGINT NOT NULL,
+    outcome TEXT NOT NULL
+  )`
+  yield* sql`CREATE INDEX mg_intern_reveals_intern_at ON mg_intern_reveals (intern_id, at)`
+})
+
+/** Custom metadata (a request's `trace` keys besides the tracing ids) on usage records, as JSON text. */
+const usageMetadata = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE mg_usage ADD COLUMN metadata TEXT`
+})
+
 /** Every migration, by `<id>_<name>`. Append new ones; never edit an applied one. */
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "1_create_api_keys": createApiKeys,
   "2_create_usage": createUsage,
   "3_create_endpoint_health": createEndpointHealth,
-  "4_create_session_affinity": createSessionAffinity
+  "4_create_session_affinity": createSessionAffinity,
+  "5_key_sources_and_usage_routes": keySourcesAndUsageRoutes,
+  "6_create_interns": createInterns,
+  "7_usage_metadata": usageMetadata
 }
 
 const migrator = Migrator.make({})

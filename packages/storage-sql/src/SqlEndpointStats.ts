@@ -19,11 +19,13 @@
  * an outage or a cooldown within about two sync intervals.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import { CircuitBreaker, EndpointStats, HealthWindows } from "@model-gateway/core"
 import type { Scope } from "effect"
-import { Clock, Duration, Effect, Fiber, Layer } from "effect"
+import { Clock, Duration, Effect, Fiber, Layer, Schema } from "effect"
+import { Num } from "./internal/Columns.js"
 
-export interface SqlEndpointStatsOptions extends EndpointStats.WindowOptions {
+export interface SqlEndpointStatsOptions extends HealthWindows.WindowOptions {
   /** How often deltas are written and the shared buckets read back (default 1 second). */
   readonly healthSyncInterval?: Duration.DurationInput | undefined
   /** How often every bucket of the last day is read again (default 5 minutes). */
@@ -33,7 +35,7 @@ export interface SqlEndpointStatsOptions extends EndpointStats.WindowOptions {
 }
 
 /** Memory held by the adapter: views and pending deltas. */
-export type Footprint = EndpointStats.Footprint
+export type Footprint = HealthWindows.Footprint
 
 /** The adapter's service: the port, plus `sync` (write and read back now) and its footprint. */
 export interface SqlEndpointStatsService extends EndpointStats.EndpointStatsService {
@@ -51,19 +53,18 @@ interface Entry extends HealthWindows.HealthCache {
   lastAt: number
 }
 
-interface BucketRow {
-  readonly endpoint_id: string
-  readonly bucket_ms: number | string
-  readonly bucket_start: number | string
-  readonly metric: number | string
-  readonly idx: number | string
-  readonly n: number | string
-}
+const BucketRow = Schema.Struct({
+  endpoint_id: Schema.String,
+  bucket_ms: Num,
+  bucket_start: Num,
+  metric: Num,
+  idx: Num,
+  n: Num
+})
+type BucketRow = typeof BucketRow.Type
 
-interface CooldownRow {
-  readonly endpoint_id: string
-  readonly cooling_until: number | string
-}
+const CooldownRow = Schema.Struct({ endpoint_id: Schema.String, cooling_until: Num })
+type CooldownRow = typeof CooldownRow.Type
 
 interface MutableBucket {
   readonly bucketMs: number
@@ -209,14 +210,22 @@ export const make = (
       }))
     }
 
-    const read = (cutoffs: ReadonlyArray<number>, now: number) =>
-      Effect.all([
-        sql<BucketRow>`SELECT endpoint_id, bucket_ms, bucket_start, metric, idx, n FROM mg_endpoint_buckets
+    const readBuckets = SqlSchema.findAll({
+      Request: Schema.Array(Schema.Number),
+      Result: BucketRow,
+      execute: (cutoffs) =>
+        sql`SELECT endpoint_id, bucket_ms, bucket_start, metric, idx, n FROM mg_endpoint_buckets
           WHERE (bucket_ms = ${HealthWindows.fine.bucketMs} AND bucket_start >= ${cutoffs[0]})
             OR (bucket_ms = ${HealthWindows.minute.bucketMs} AND bucket_start >= ${cutoffs[1]})
-            OR (bucket_ms = ${HealthWindows.hour.bucketMs} AND bucket_start >= ${cutoffs[2]})`,
-        sql<CooldownRow>`SELECT endpoint_id, cooling_until FROM mg_endpoint_cooldowns WHERE cooling_until > ${now}`
-      ])
+            OR (bucket_ms = ${HealthWindows.hour.bucketMs} AND bucket_start >= ${cutoffs[2]})`
+    })
+    const readCooldowns = SqlSchema.findAll({
+      Request: Schema.Number,
+      Result: CooldownRow,
+      execute: (now) => sql`SELECT endpoint_id, cooling_until FROM mg_endpoint_cooldowns WHERE cooling_until > ${now}`
+    })
+
+    const read = (cutoffs: ReadonlyArray<number>, now: number) => Effect.all([readBuckets(cutoffs), readCooldowns(now)])
 
     // Rebuilds the buckets from `cutoffs` on: the store's totals plus what was recorded since the deltas were taken.
     const apply = (
@@ -226,8 +235,8 @@ export const make = (
     ) => {
       const byEndpoint = new Map<string, Map<string, MutableBucket>>()
       for (const row of rows) {
-        const bucketMs = Number(row.bucket_ms)
-        const start = Number(row.bucket_start)
+        const bucketMs = row.bucket_ms
+        const start = row.bucket_start
         let buckets = byEndpoint.get(row.endpoint_id)
         if (buckets === undefined) {
           buckets = new Map()
@@ -245,10 +254,12 @@ export const make = (
           }
           buckets.set(key, bucket)
         }
-        const metric = Number(row.metric)
-        const target = metric === OUTCOMES ? bucket.outcomes : metric === TTFB ? bucket.ttfb : bucket.throughput
-        const idx = Number(row.idx)
-        if (idx >= 0 && idx < target.length) target[idx] += Number(row.n)
+        const target = row.metric === OUTCOMES
+          ? bucket.outcomes
+          : row.metric === TTFB
+          ? bucket.ttfb
+          : bucket.throughput
+        if (row.idx >= 0 && row.idx < target.length) target[row.idx] += row.n
       }
       for (const endpointId of byEndpoint.keys()) entryOf(endpointId)
       for (const [endpointId, entry] of entries) {
@@ -264,7 +275,7 @@ export const make = (
         entry.health = undefined
       }
       for (const row of cooldowns) {
-        const until = Number(row.cooling_until)
+        const until = row.cooling_until
         const entry = entryOf(row.endpoint_id)
         if (until > entry.sharedUntil) {
           entry.breaker = CircuitBreaker.hold(entry.breaker, until)

@@ -1,24 +1,13 @@
 /**
- * `Keys` over @effect/sql (SQLite or PostgreSQL), table `mg_api_keys`. Only the SHA-256 hash of a
- * key is stored. Successful look-ups are cached in-process (bounded, short TTL), so a key revoked
- * by another process keeps working here for at most the TTL.
- *
- * Keys are looked up by their hash (in the cache and in the table). That is safe against timing
- * attacks: what is compared is a SHA-256 digest, and how long a comparison of digests takes says
- * nothing an attacker can use about the secret. The secret itself is never stored, so it cannot be
- * compared in constant time; `sameHash` after the query is a second check, not the protection.
+ * `Keys` over @effect/sql (SQLite or PostgreSQL), table `mg_api_keys`: digests only (see the port). Successful
+ * look-ups are cached in-process (bounded, short TTL), so a key revoked by another process keeps working here for at
+ * most the TTL.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import { Keys } from "@model-gateway/core"
-import { Clock, Duration, Effect, Layer, Option } from "effect"
-import * as crypto from "node:crypto"
-import { hashSecret, keyIdOf, sameHash } from "./internal/keyHash.js"
-
-// `crypto.hash` (Node >= 20.12) is a one-shot digest, several times cheaper than `hashSecret`'s `createHash` object;
-// both give the same hex SHA-256.
-const digestHex: (secret: string) => string = typeof crypto.hash === "function"
-  ? (secret) => crypto.hash("sha256", secret, "hex")
-  : hashSecret
+import { Clock, Duration, Effect, Layer, Option, Schema } from "effect"
+import { Flag, Num, Text } from "./internal/Columns.js"
 
 export interface SqlKeysOptions {
   /** Most principals kept in the in-process cache (default 10,000; 0 disables the cache). */
@@ -27,14 +16,17 @@ export interface SqlKeysOptions {
   readonly cacheTtl?: Duration.DurationInput | undefined
 }
 
-interface KeyRow {
-  readonly key_hash: string
-  readonly key_id: string
-  readonly workspace: string
-  readonly management: number | boolean
-  readonly interns: number | boolean
-  readonly label: string | null
-}
+const KeyRow = Schema.Struct({
+  key_hash: Schema.String,
+  key_id: Schema.String,
+  workspace: Schema.String,
+  management: Flag,
+  interns: Flag,
+  label: Text,
+  source: Schema.Literal("config", "cli"),
+  created_at: Num
+})
+type KeyRow = typeof KeyRow.Type
 
 interface CacheEntry {
   /** `Option.some(principal)`. */
@@ -42,12 +34,18 @@ interface CacheEntry {
   readonly expiresAt: number
 }
 
-const toPrincipal = (row: KeyRow): Keys.Principal => ({
+const principalOf = (row: KeyRow): Keys.Principal => ({
   keyId: row.key_id,
   workspace: row.workspace,
-  management: Boolean(row.management),
-  interns: Boolean(row.interns),
+  management: row.management,
+  interns: row.interns,
   ...(row.label !== null ? { label: row.label } : {})
+})
+
+const storedOf = (row: KeyRow): Keys.StoredKey => ({
+  ...principalOf(row),
+  source: row.source,
+  createdAt: row.created_at
 })
 
 /** Builds the SQL key store; the tables must exist (see `Migrations`). */
@@ -59,72 +57,117 @@ export const make = (options: SqlKeysOptions = {}): Effect.Effect<Keys.KeysServi
     // Insertion-ordered, so the first entry is the oldest one to evict.
     const cache = new Map<string, CacheEntry>()
 
-    const remember = (hash: string, principal: Keys.Principal, now: number) => {
+    const remember = (digest: string, principal: Keys.Principal, now: number) => {
       if (capacity === 0) return
-      cache.delete(hash)
+      cache.delete(digest)
       if (cache.size >= capacity) {
         const oldest = cache.keys().next()
         if (!oldest.done) cache.delete(oldest.value)
       }
-      cache.set(hash, { found: Option.some(principal), expiresAt: now + ttl })
+      cache.set(digest, { found: Option.some(principal), expiresAt: now + ttl })
     }
 
-    const lookup = (hash: string, now: number): Effect.Effect<Option.Option<Keys.Principal>> =>
-      Effect.gen(function*() {
-        const rows = yield* sql<KeyRow>`SELECT key_hash, key_id, workspace, management, interns, label
-          FROM mg_api_keys WHERE key_hash = ${hash}`
-        const row = rows[0]
-        if (row === undefined || !sameHash(row.key_hash, hash)) return Option.none()
-        const principal = toPrincipal(row)
-        remember(hash, principal, now)
-        return Option.some(principal)
-      }).pipe(Effect.orDie)
+    const findByDigest = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: KeyRow,
+      execute: (digest) => sql`SELECT * FROM mg_api_keys WHERE key_hash = ${digest}`
+    })
 
-    // A cached key (nearly every request) costs one digest and one Map look-up, without a generator.
-    const authenticate = (secret: string): Effect.Effect<Option.Option<Keys.Principal>> =>
+    const findAll = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: KeyRow,
+      execute: () => sql`SELECT * FROM mg_api_keys ORDER BY created_at, key_id`
+    })
+
+    const lookup = (digest: string, now: number): Effect.Effect<Option.Option<Keys.Principal>> =>
+      findByDigest(digest).pipe(
+        Effect.map((row) => {
+          if (Option.isNone(row) || !Keys.sameDigest(row.value.key_hash, digest)) return Option.none()
+          const principal = principalOf(row.value)
+          remember(digest, principal, now)
+          return Option.some(principal)
+        }),
+        Effect.orDie
+      )
+
+    // A cached key (nearly every request) costs one Map look-up, without a generator.
+    const authenticate = (digest: string): Effect.Effect<Option.Option<Keys.Principal>> =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
-        const hash = digestHex(secret)
-        const cached = cache.get(hash)
+        const cached = cache.get(digest)
         if (cached !== undefined) {
           if (cached.expiresAt > now) return Effect.succeed(cached.found)
-          cache.delete(hash)
+          cache.delete(digest)
         }
-        return lookup(hash, now)
+        return lookup(digest, now)
       })
 
+    const upsert = (key: Keys.ProvisionKey, now: number) => {
+      const row = {
+        key_hash: key.digest,
+        key_id: Keys.keyIdOf(key.digest),
+        workspace: key.workspace,
+        management: key.management ? 1 : 0,
+        interns: key.interns ? 1 : 0,
+        label: key.label ?? null,
+        source: key.source,
+        created_at: now
+      }
+      return sql`INSERT INTO mg_api_keys ${sql.insert(row)}
+        ON CONFLICT (key_hash) DO UPDATE SET
+          workspace = excluded.workspace,
+          management = excluded.management,
+          interns = excluded.interns,
+          label = excluded.label,
+          source = excluded.source`.pipe(
+        Effect.zipRight(Effect.sync(() => cache.delete(key.digest)))
+      )
+    }
+
     const provision = (key: Keys.ProvisionKey): Effect.Effect<Keys.Principal> =>
-      Effect.gen(function*() {
-        const hash = hashSecret(key.secret)
-        const now = yield* Clock.currentTimeMillis
-        const row = {
-          key_hash: hash,
-          key_id: keyIdOf(hash),
+      Clock.currentTimeMillis.pipe(
+        Effect.flatMap((now) => upsert(key, now)),
+        Effect.as(principalOf({
+          key_hash: key.digest,
+          key_id: Keys.keyIdOf(key.digest),
           workspace: key.workspace,
-          management: key.management ? 1 : 0,
-          interns: key.interns ? 1 : 0,
+          management: key.management,
+          interns: key.interns,
           label: key.label ?? null,
-          created_at: now
-        }
-        yield* sql`INSERT INTO mg_api_keys ${sql.insert(row)}
-          ON CONFLICT (key_hash) DO UPDATE SET
-            workspace = excluded.workspace,
-            management = excluded.management,
-            interns = excluded.interns,
-            label = excluded.label`
-        const principal = toPrincipal(row)
-        cache.delete(hash)
-        return principal
-      }).pipe(Effect.orDie)
+          source: key.source,
+          created_at: 0
+        })),
+        Effect.orDie
+      )
 
     const revoke = (keyId: string): Effect.Effect<boolean> =>
-      Effect.gen(function*() {
-        const rows = yield* sql<{ readonly key_hash: string }>`DELETE FROM mg_api_keys
-          WHERE key_id = ${keyId} RETURNING key_hash`
-        for (const row of rows) cache.delete(row.key_hash)
-        return rows.length > 0
-      }).pipe(Effect.orDie)
+      sql<{ readonly key_hash: string }>`DELETE FROM mg_api_keys WHERE key_id = ${keyId} RETURNING key_hash`.pipe(
+        Effect.map((rows) => {
+          for (const row of rows) cache.delete(row.key_hash)
+          return rows.length > 0
+        }),
+        Effect.orDie
+      )
 
-    return Keys.Keys.of({ authenticate, provision, revoke })
+    const list = findAll(undefined).pipe(Effect.map((rows) => rows.map(storedOf)), Effect.orDie)
+
+    // One transaction: a key is never missing half-way through a sync, and two processes syncing at once serialise.
+    const sync = (source: Keys.KeySource, keys: ReadonlyArray<Omit<Keys.ProvisionKey, "source">>) =>
+      Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const existing = yield* findAll(undefined)
+        const stored = new Set(existing.map((row) => row.key_hash))
+        const wanted = new Set(keys.map((key) => key.digest))
+        const stale = existing.filter((row) => row.source === source && !wanted.has(row.key_hash))
+        for (const row of stale) {
+          yield* sql`DELETE FROM mg_api_keys WHERE key_hash = ${row.key_hash}`
+          cache.delete(row.key_hash)
+        }
+        for (const key of keys) yield* upsert({ ...key, source }, now)
+        const added = keys.filter((key) => !stored.has(key.digest)).length
+        return { added, kept: keys.length - added, revoked: stale.length } satisfies Keys.SyncResult
+      }).pipe(sql.withTransaction, Effect.orDie)
+
+    return Keys.Keys.of({ authenticate, provision, revoke, list, sync })
   })
 
 /** `Keys` over the `SqlClient` in context. */

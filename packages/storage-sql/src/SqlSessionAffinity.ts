@@ -9,9 +9,11 @@
  * on without stickiness) and logs a warning; closing the layer writes what is waiting.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import { SessionAffinity } from "@model-gateway/core"
 import type { Scope } from "effect"
-import { Clock, Duration, Effect, Fiber, Layer, Option } from "effect"
+import { Clock, Duration, Effect, Fiber, Layer, Option, Schema } from "effect"
+import { Num } from "./internal/Columns.js"
 
 export interface SqlSessionAffinityOptions {
   /** Longest a `set` waits before it is written (default 100 ms). */
@@ -27,10 +29,7 @@ interface Pending {
   readonly updatedAt: number
 }
 
-interface AffinityRow {
-  readonly endpoint_id: string
-  readonly updated_at: number | string
-}
+const AffinityRow = Schema.Struct({ endpoint_id: Schema.String, updated_at: Num })
 
 const chunkSize = 500
 
@@ -52,18 +51,22 @@ export const make = (
 
     const live = (updatedAt: number, now: number) => now - updatedAt < ttl
 
+    const findSession = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: AffinityRow,
+      execute: (key) => sql`SELECT endpoint_id, updated_at FROM mg_session_affinity WHERE session_key = ${key}`
+    })
+
     const get = (key: string): Effect.Effect<Option.Option<string>> =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const waiting = pending.get(key)
         if (waiting !== undefined) {
           return Effect.succeed(live(waiting.updatedAt, now) ? Option.some(waiting.endpointId) : Option.none())
         }
-        return sql<AffinityRow>`SELECT endpoint_id, updated_at FROM mg_session_affinity
-          WHERE session_key = ${key}`.pipe(
-          Effect.map((rows) => {
-            const row = rows[0]
-            return row !== undefined && live(Number(row.updated_at), now) ? Option.some(row.endpoint_id) : Option.none()
-          }),
+        return findSession(key).pipe(
+          Effect.map((row) =>
+            Option.isSome(row) && live(row.value.updated_at, now) ? Option.some(row.value.endpoint_id) : Option.none()
+          ),
           Effect.catchAll((error) =>
             Effect.as(Effect.logWarning("Session affinity: could not read the store", error), Option.none())
           )

@@ -1,19 +1,20 @@
 /**
- * SQL storage layers: `Keys`, `UsageLog`, `EndpointStats` and `SessionAffinity` on SQLite (a file or `:memory:`) or PostgreSQL, with
- * the migrations applied when the layer is built. The SQL client stays inside the layer.
+ * SQL storage layers: `Keys`, `UsageLog`, `EndpointStats`, `SessionAffinity` and `InternStore` on SQLite (a file or
+ * `:memory:`) or PostgreSQL, with the migrations applied when the layer is built. The SQL client stays inside the layer.
  */
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import type { MigrationError } from "@effect/sql/Migrator"
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import type { EndpointStats, Keys, SessionAffinity, UsageLog } from "@model-gateway/core"
+import type { Stores as CoreStores } from "@model-gateway/core"
 import type { ConfigError } from "effect"
 import { Data, Effect, Layer, Redacted } from "effect"
 import { mkdirSync } from "node:fs"
 import * as NodePath from "node:path"
 import * as Migrations from "./Migrations.js"
 import * as SqlEndpointStats from "./SqlEndpointStats.js"
+import * as SqlInternStore from "./SqlInternStore.js"
 import * as SqlKeys from "./SqlKeys.js"
 import * as SqlSessionAffinity from "./SqlSessionAffinity.js"
 import * as SqlUsageLog from "./SqlUsageLog.js"
@@ -35,8 +36,7 @@ export interface StoreOptions
     SqlSessionAffinity.SqlSessionAffinityOptions
 {}
 
-/** Every store a storage layer provides. */
-export type Stores = Keys.Keys | UsageLog.UsageLog | EndpointStats.EndpointStats | SessionAffinity.SessionAffinity
+type Stores = CoreStores.Stores
 
 export interface SqliteOptions extends StoreOptions {
   /** A file path (its directory is created if missing) or `:memory:`. */
@@ -51,7 +51,7 @@ export interface PgOptions extends StoreOptions {
 }
 
 /**
- * `Keys`, `UsageLog`, `EndpointStats` and `SessionAffinity` over the `SqlClient` in context, after
+ * `Keys`, `UsageLog`, `EndpointStats`, `SessionAffinity` and `InternStore` over the `SqlClient` in context, after
  * running the migrations.
  */
 export const layer = (
@@ -61,7 +61,8 @@ export const layer = (
     SqlKeys.layer(options),
     SqlUsageLog.layer(options),
     SqlEndpointStats.layer(options),
-    SqlSessionAffinity.layer(options)
+    SqlSessionAffinity.layer(options),
+    SqlInternStore.layer
   ).pipe(Layer.provide(Migrations.layer))
 
 /** Storage in a SQLite database file (or `:memory:`). */

@@ -5,10 +5,12 @@
  * is full the oldest records are dropped and counted. Closing the layer's scope writes what is left.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlSchema from "@effect/sql/SqlSchema"
 import { UsageLog } from "@model-gateway/core"
 import { RingBuffer } from "@model-gateway/core"
 import type { Scope } from "effect"
-import { Deferred, Duration, Effect, Fiber, Layer, Schedule } from "effect"
+import { Deferred, Duration, Effect, Fiber, Layer, Schedule, Schema } from "effect"
+import { Flag, Num, Text } from "./internal/Columns.js"
 
 export interface SqlUsageLogOptions {
   /** Most records waiting to be written before the oldest are dropped (default 100,000). */
@@ -29,37 +31,40 @@ interface Waiter {
   readonly done: Deferred.Deferred<void>
 }
 
-interface UsageRow {
-  readonly request_id: string
-  readonly created_at: number | string
-  readonly key_id: string
-  readonly workspace: string
-  readonly model: string
-  readonly provider: string | null
-  readonly endpoint_id: string | null
-  readonly stream: number | boolean
-  readonly status: number | string
-  readonly error_type: string | null
-  readonly input_tokens: number | string
-  readonly output_tokens: number | string
-  readonly cache_read_tokens: number | string
-  readonly cache_write_tokens: number | string
-  readonly cost: string
-  readonly latency_ms: number | string
-  readonly ttfb_ms: number | string | null
-  readonly attempts: number | string
-  readonly session_id: string | null
-  readonly user_id: string | null
-  readonly app_referer: string | null
-  readonly app_title: string | null
-  readonly app_categories: string | null
-}
+const UsageRow = Schema.Struct({
+  request_id: Schema.String,
+  created_at: Num,
+  route: Schema.String,
+  key_id: Text,
+  workspace: Text,
+  model: Text,
+  provider: Text,
+  endpoint_id: Text,
+  stream: Flag,
+  status: Num,
+  error_type: Text,
+  input_tokens: Num,
+  output_tokens: Num,
+  cache_read_tokens: Num,
+  cache_write_tokens: Num,
+  cost: Schema.String,
+  latency_ms: Num,
+  ttfb_ms: Schema.NullOr(Num),
+  attempts: Num,
+  session_id: Text,
+  user_id: Text,
+  app_referer: Text,
+  app_title: Text,
+  app_categories: Text,
+  metadata: Schema.NullOr(Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown })))
+})
 
 const defaultLimit = 100
 
 const toRow = (r: UsageLog.UsageRecord) => ({
   request_id: r.requestId,
   created_at: r.createdAt,
+  route: r.route,
   key_id: r.keyId,
   workspace: r.workspace,
   model: r.model,
@@ -80,34 +85,36 @@ const toRow = (r: UsageLog.UsageRecord) => ({
   user_id: r.user,
   app_referer: r.appReferer,
   app_title: r.appTitle,
-  app_categories: r.appCategories
+  app_categories: r.appCategories,
+  metadata: r.metadata === null ? null : JSON.stringify(r.metadata)
 })
 
-// PostgreSQL returns BIGINT columns as strings.
-const fromRow = (row: UsageRow): UsageLog.UsageRecord => ({
+const fromRow = (row: typeof UsageRow.Type): UsageLog.UsageRecord => ({
   requestId: row.request_id,
-  createdAt: Number(row.created_at),
+  createdAt: row.created_at,
+  route: row.route,
   keyId: row.key_id,
   workspace: row.workspace,
   model: row.model,
   provider: row.provider,
   endpointId: row.endpoint_id,
-  stream: Boolean(Number(row.stream)),
-  status: Number(row.status),
+  stream: row.stream,
+  status: row.status,
   errorType: row.error_type,
-  inputTokens: Number(row.input_tokens),
-  outputTokens: Number(row.output_tokens),
-  cacheReadTokens: Number(row.cache_read_tokens),
-  cacheWriteTokens: Number(row.cache_write_tokens),
+  inputTokens: row.input_tokens,
+  outputTokens: row.output_tokens,
+  cacheReadTokens: row.cache_read_tokens,
+  cacheWriteTokens: row.cache_write_tokens,
   cost: row.cost,
-  latencyMs: Number(row.latency_ms),
-  ttfbMs: row.ttfb_ms === null ? null : Number(row.ttfb_ms),
-  attempts: Number(row.attempts),
+  latencyMs: row.latency_ms,
+  ttfbMs: row.ttfb_ms,
+  attempts: row.attempts,
   sessionId: row.session_id,
   user: row.user_id,
   appReferer: row.app_referer,
   appTitle: row.app_title,
-  appCategories: row.app_categories
+  appCategories: row.app_categories,
+  metadata: row.metadata
 })
 
 /**
@@ -220,14 +227,20 @@ export const make = (
       })
     })
 
-    const list = (query: UsageLog.UsageQuery): Effect.Effect<ReadonlyArray<UsageLog.UsageRecord>> => {
-      const limit = Math.max(0, Math.floor(query.limit ?? defaultLimit))
-      const rows = query.workspace === undefined
-        ? sql<UsageRow>`SELECT * FROM mg_usage ORDER BY created_at DESC, id DESC LIMIT ${limit}`
-        : sql<UsageRow>`SELECT * FROM mg_usage WHERE workspace = ${query.workspace}
-            ORDER BY created_at DESC, id DESC LIMIT ${limit}`
-      return rows.pipe(Effect.map((rows) => rows.map(fromRow)), Effect.orDie)
-    }
+    const select = SqlSchema.findAll({
+      Request: Schema.Struct({ workspace: Schema.optional(Schema.String), limit: Schema.Number }),
+      Result: UsageRow,
+      execute: ({ limit, workspace }) =>
+        workspace === undefined
+          ? sql`SELECT * FROM mg_usage ORDER BY created_at DESC, id DESC LIMIT ${limit}`
+          : sql`SELECT * FROM mg_usage WHERE workspace = ${workspace} ORDER BY created_at DESC, id DESC LIMIT ${limit}`
+    })
+
+    const list = (query: UsageLog.UsageQuery): Effect.Effect<ReadonlyArray<UsageLog.UsageRecord>> =>
+      select({ workspace: query.workspace, limit: Math.max(0, Math.floor(query.limit ?? defaultLimit)) }).pipe(
+        Effect.map((rows) => rows.map(fromRow)),
+        Effect.orDie
+      )
 
     return UsageLog.UsageLog.of({ record, flush, list })
   })

@@ -1,5 +1,6 @@
 export * as Migrations from "./Migrations.js"
 export * as SqlEndpointStats from "./SqlEndpointStats.js"
+export * as SqlInternStore from "./SqlInternStore.js"
 export * as SqlKeys from "./SqlKeys.js"
 export * as SqlSessionAffinity from "./SqlSessionAffinity.js"
 export * as SqlStorage from "./SqlStorage.js"

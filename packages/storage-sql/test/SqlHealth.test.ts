@@ -1,9 +1,8 @@
-import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import { EndpointStats, SessionAffinity } from "@model-gateway/core"
-import { Context, Duration, Effect, Layer, Option, Redacted, TestClock } from "effect"
+import { Context, Duration, Effect, Layer, Option, TestClock } from "effect"
 import { randomUUID } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -14,7 +13,7 @@ import {
   sessionAffinityContract,
   T
 } from "../../core/test/contract/HealthContract.js"
-import { pgUp, pgUrl, skipPostgres } from "../../core/test/contract/Postgres.js"
+import { dropSchema, pgUp, pgUrl, skipPostgres } from "../../core/test/contract/Postgres.js"
 import { SqlEndpointStats, SqlStorage } from "../src/index.js"
 
 const skipPg = skipPostgres("the PostgreSQL health tests")
@@ -24,13 +23,7 @@ const pgSchema = `mg_test_${randomUUID().replaceAll("-", "")}`
 
 afterAll(async () => {
   rmSync(tempDir, { recursive: true, force: true })
-  if (!skipPg && pgUp) {
-    await Effect.runPromise(
-      Effect.flatMap(PgClient.PgClient, (sql) => sql`DROP SCHEMA IF EXISTS ${sql(pgSchema)} CASCADE`).pipe(
-        Effect.provide(PgClient.layer({ url: Redacted.make(pgUrl) }))
-      )
-    )
-  }
+  if (!skipPg && pgUp) await dropSchema(pgSchema)
 })
 
 // Short intervals, so that two "processes" see each other within a fraction of a second.

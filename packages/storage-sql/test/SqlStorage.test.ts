@@ -1,5 +1,6 @@
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as Migrator from "@effect/sql/Migrator"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import { Keys, UsageLog } from "@model-gateway/core"
@@ -8,9 +9,9 @@ import { randomUUID } from "node:crypto"
 import { existsSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { pgUp, pgUrl, skipPostgres } from "../../core/test/contract/Postgres.js"
-import { storageContract, usageRecord } from "../../core/test/contract/StorageContract.js"
-import { SqlStorage } from "../src/index.js"
+import { dropSchema, pgUp, pgUrl, skipPostgres } from "../../core/test/contract/Postgres.js"
+import { digestOf, storageContract, usageRecord } from "../../core/test/contract/StorageContract.js"
+import { Migrations, SqlStorage } from "../src/index.js"
 
 const skipPg = skipPostgres("the PostgreSQL storage tests")
 
@@ -19,13 +20,7 @@ const pgSchema = `mg_test_${randomUUID().replaceAll("-", "")}`
 
 afterAll(async () => {
   rmSync(tempDir, { recursive: true, force: true })
-  if (!skipPg && pgUp) {
-    await Effect.runPromise(
-      Effect.flatMap(PgClient.PgClient, (sql) => sql`DROP SCHEMA IF EXISTS ${sql(pgSchema)} CASCADE`).pipe(
-        Effect.provide(PgClient.layer({ url: Redacted.make(pgUrl) }))
-      )
-    )
-  }
+  if (!skipPg && pgUp) await dropSchema(pgSchema)
 })
 
 const secretStoredNowhere = (rows: ReadonlyArray<unknown>, secret: string) => {
@@ -38,8 +33,14 @@ const checkHashStored = Effect.gen(function*() {
   const keys = yield* Keys.Keys
   const sql = yield* SqlClient.SqlClient
   const secret = `sk-mg-${randomUUID()}`
-  const principal = yield* keys.provision({ secret, workspace: `ws-${randomUUID()}`, management: true, interns: true })
-  yield* keys.authenticate(secret)
+  const principal = yield* keys.provision({
+    digest: digestOf(secret),
+    source: "cli",
+    workspace: `ws-${randomUUID()}`,
+    management: true,
+    interns: true
+  })
+  yield* keys.authenticate(digestOf(secret))
   const rows = yield* sql<{ key_hash: string; key_id: string }>`SELECT * FROM mg_api_keys`
   const row = rows.find((r) => r.key_id === principal.keyId)
   assert.isDefined(row)
@@ -62,6 +63,68 @@ describe("SqlStorage on SQLite", () => {
       Effect.provide(SqlStorage.layer().pipe(Layer.provideMerge(SqliteClient.layer({ filename: ":memory:" }))))
     ))
 
+  it.effect("migrating a database of the first schema keeps its keys (as configuration keys) and usage", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const first = Object.fromEntries(Object.entries(Migrations.migrations).slice(0, 4))
+      yield* Migrator.make({})({ loader: Migrator.fromRecord(first), table: Migrations.table })
+      yield* sql`INSERT INTO mg_api_keys ${
+        sql.insert({
+          key_hash: digestOf("sk-old"),
+          key_id: digestOf("sk-old").slice(0, 12),
+          workspace: "old",
+          management: 1,
+          interns: 0,
+          label: null,
+          created_at: 5
+        })
+      }`
+      // The first schema had no route (added by migration 5) and no custom metadata (migration 7).
+      const old = usageRecord({ workspace: "old", metadata: null })
+      const { route: _route, ...columns } = old
+      yield* sql`INSERT INTO mg_usage ${
+        sql.insert({
+          request_id: columns.requestId,
+          created_at: columns.createdAt,
+          key_id: columns.keyId,
+          workspace: columns.workspace,
+          model: columns.model,
+          provider: columns.provider,
+          endpoint_id: columns.endpointId,
+          stream: 1,
+          status: columns.status,
+          error_type: columns.errorType,
+          input_tokens: columns.inputTokens,
+          output_tokens: columns.outputTokens,
+          cache_read_tokens: columns.cacheReadTokens,
+          cache_write_tokens: columns.cacheWriteTokens,
+          cost: columns.cost,
+          latency_ms: columns.latencyMs,
+          ttfb_ms: columns.ttfbMs,
+          attempts: columns.attempts,
+          session_id: columns.sessionId,
+          user_id: columns.user,
+          app_referer: columns.appReferer,
+          app_title: columns.appTitle,
+          app_categories: columns.appCategories
+        })
+      }`
+      yield* Effect.gen(function*() {
+        const keys = yield* Keys.Keys
+        const usage = yield* UsageLog.UsageLog
+        assert.deepStrictEqual(yield* usage.list({ workspace: "old" }), [old])
+        assert.deepStrictEqual((yield* keys.list).map((k) => [k.workspace, k.source, k.createdAt]), [[
+          "old",
+          "config",
+          5
+        ]])
+        const refused = usageRecord({ keyId: null, workspace: null, model: null, route: "GET /v1/models" })
+        yield* usage.record(refused)
+        yield* usage.flush
+        assert.deepStrictEqual(yield* usage.list({ limit: 10 }), [refused, old])
+      }).pipe(Effect.provide(SqlStorage.layer()))
+    }).pipe(Effect.provide(SqliteClient.layer({ filename: ":memory:" }))))
+
   it.live("creates the directory of the database file", () =>
     Effect.gen(function*() {
       const filename = join(tempDir, "created", "deeper", "gateway.db")
@@ -80,7 +143,13 @@ describe("SqlStorage on SQLite", () => {
       const principal = yield* Effect.gen(function*() {
         const keys = yield* Keys.Keys
         const usage = yield* UsageLog.UsageLog
-        const principal = yield* keys.provision({ secret, workspace: "restart", management: false, interns: true })
+        const principal = yield* keys.provision({
+          digest: digestOf(secret),
+          source: "cli",
+          workspace: "restart",
+          management: false,
+          interns: true
+        })
         yield* Effect.forEach(records, usage.record, { discard: true })
         assert.deepStrictEqual(yield* usage.list({ workspace: "restart" }), [])
         return principal
@@ -89,7 +158,7 @@ describe("SqlStorage on SQLite", () => {
       yield* Effect.gen(function*() {
         const keys = yield* Keys.Keys
         const usage = yield* UsageLog.UsageLog
-        assert.deepStrictEqual(yield* keys.authenticate(secret), Option.some(principal))
+        assert.deepStrictEqual(yield* keys.authenticate(digestOf(secret)), Option.some(principal))
         assert.deepStrictEqual(yield* usage.list({ workspace: "restart", limit: 2000 }), [...records].reverse())
       }).pipe(Effect.provide(storage))
     }))
@@ -129,11 +198,17 @@ describe("SqlStorage on SQLite", () => {
       const other = SqlStorage.layerSqlite({ filename })
       yield* Effect.gen(function*() {
         const keys = yield* Keys.Keys
-        const principal = yield* keys.provision({ secret, workspace: "cache", management: false, interns: false })
-        assert.isTrue(Option.isSome(yield* keys.authenticate(secret)))
+        const principal = yield* keys.provision({
+          digest: digestOf(secret),
+          source: "cli",
+          workspace: "cache",
+          management: false,
+          interns: false
+        })
+        assert.isTrue(Option.isSome(yield* keys.authenticate(digestOf(secret))))
         assert.isTrue(yield* Effect.provide(Effect.flatMap(Keys.Keys, (k) => k.revoke(principal.keyId)), other))
         yield* Effect.sleep(Duration.millis(300))
-        assert.isTrue(Option.isNone(yield* keys.authenticate(secret)))
+        assert.isTrue(Option.isNone(yield* keys.authenticate(digestOf(secret))))
       }).pipe(Effect.provide(cached))
     }))
 })
@@ -216,6 +291,9 @@ describe.skipIf(skipPg)("PostgreSQL", () => {
         "mg_api_keys",
         "mg_endpoint_buckets",
         "mg_endpoint_cooldowns",
+        "mg_intern_reveals",
+        "mg_intern_turns",
+        "mg_interns",
         "mg_migrations",
         "mg_session_affinity",
         "mg_usage"
@@ -237,12 +315,18 @@ describe.skipIf(skipPg)("PostgreSQL", () => {
         const keys = yield* Keys.Keys
         const usage = yield* UsageLog.UsageLog
         yield* Effect.forEach(records, usage.record, { discard: true })
-        return yield* keys.provision({ secret, workspace, management: true, interns: false })
+        return yield* keys.provision({
+          digest: digestOf(secret),
+          source: "cli",
+          workspace,
+          management: true,
+          interns: false
+        })
       }).pipe(Effect.provide(storage))
       yield* Effect.gen(function*() {
         const keys = yield* Keys.Keys
         const usage = yield* UsageLog.UsageLog
-        assert.deepStrictEqual(yield* keys.authenticate(secret), Option.some(principal))
+        assert.deepStrictEqual(yield* keys.authenticate(digestOf(secret)), Option.some(principal))
         assert.deepStrictEqual(yield* usage.list({ workspace, limit: 2000 }), [...records].reverse())
       }).pipe(Effect.provide(storage))
     }))
@@ -260,7 +344,10 @@ describe.skipIf(skipPg)("PostgreSQL", () => {
           PgClient.PgClient,
           (sql) => sql<{ migration_id: number }>`SELECT migration_id FROM ${sql(schema)}.mg_migrations ORDER BY 1`
         ).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(pgUrl) })))
-        assert.deepStrictEqual(applied.map((row) => Number(row.migration_id)), [1, 2, 3, 4])
+        assert.deepStrictEqual(
+          applied.map((row) => Number(row.migration_id)),
+          Object.keys(Migrations.migrations).map((id) => parseInt(id))
+        )
       } finally {
         yield* Effect.flatMap(PgClient.PgClient, (sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`).pipe(
           Effect.provide(PgClient.layer({ url: Redacted.make(pgUrl) })),

@@ -26,6 +26,11 @@ export interface Endpoint {
   readonly pricing: Pricing
   readonly contextLength?: number | undefined
   readonly maxCompletionTokens?: number | undefined
+  /**
+   * The request field an OpenAI-compatible endpoint takes for the output cap: `max_tokens` or `max_completion_tokens`
+   * (OpenAI's reasoning models refuse `max_tokens`). Unset: the provider's default.
+   */
+  readonly maxTokensField?: "max_tokens" | "max_completion_tokens" | undefined
   readonly quantization?: string | undefined
   readonly supportedParameters?: ReadonlyArray<string> | undefined
   readonly inputModalities?: ReadonlyArray<string> | undefined
@@ -34,15 +39,35 @@ export interface Endpoint {
   readonly supportsVoiceCloning: boolean
   readonly supportsMultipleAudioReferences: boolean
   readonly supportsImageReference: boolean
+  /**
+   * The APIs it serves (`messages`, `chat`, `embeddings`, `responses`, ...); unset, it serves whatever API a request
+   * for its model is sent to (its provider's adapter refuses what it cannot do, and the next endpoint is tried).
+   */
+  readonly apis?: ReadonlyArray<string> | undefined
 }
 
 /** Task kinds the auto-router classifies a conversation into. */
 export type Task = "code" | "math" | "writing" | "analysis" | "chat"
 
+/**
+ * What to do with a request whose `max_tokens` none of a model's endpoints can honour: send it to them with their own
+ * `maxCompletionTokens` (`clamp`, the default) or refuse it (`strict`).
+ */
+export type MaxTokensPolicy = "clamp" | "strict"
+
 export interface Model {
   readonly id: string
   readonly name: string
   readonly endpoints: ReadonlyArray<Endpoint>
+  /** Default `clamp`. */
+  readonly maxTokensPolicy?: MaxTokensPolicy | undefined
+  /** When the gateway started offering it, in unix seconds (the model list's `created`). */
+  readonly created?: number | undefined
+  readonly description?: string | undefined
+  /** What it outputs: `text` by default; `audio` for a speech model. */
+  readonly outputModalities?: ReadonlyArray<string> | undefined
+  /** A speech model's voices. */
+  readonly voices?: ReadonlyArray<string> | undefined
   /** Quality per task, 0..1, from configuration; the auto-router ranks models with it. */
   readonly scores?: Partial<Record<Task, number>> | undefined
 }

@@ -1,6 +1,6 @@
 /**
- * Domain errors that cross the HTTP boundary. The http-adapter maps each tag to a status and a body
- * shape in one table; the core never speaks HTTP statuses except where an upstream gave one.
+ * Domain errors that cross the HTTP boundary. `describe` is the one table of their statuses and
+ * messages-protocol error types; the http adapter shapes each route family's error body from it.
  */
 import { Schema } from "effect"
 
@@ -24,7 +24,9 @@ export const PipelineStep = Schema.Struct({ type: Schema.String, name: Schema.St
 export class PermissionDenied extends Schema.TaggedError<PermissionDenied>()("PermissionDenied", {
   ...fields,
   /** The pipeline that blocked the request (e.g. the guardrail step), reported as `service_metadata`. */
-  pipeline: Schema.optional(Schema.Array(PipelineStep))
+  pipeline: Schema.optional(Schema.Array(PipelineStep)),
+  /** Why, for the generic body's `metadata.reason` (never retryable). */
+  reason: Schema.optional(Schema.String)
 }) {}
 
 /** 404: unknown model or resource. */
@@ -36,7 +38,9 @@ export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("Payl
 /** 429: rate limited (by the gateway or by every upstream that was tried). */
 export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
   ...fields,
-  retryAfterMs: Schema.optional(Schema.Number)
+  retryAfterMs: Schema.optional(Schema.Number),
+  /** Which limit, for the generic body's `metadata.reason` (always retryable). */
+  reason: Schema.optional(Schema.String)
 }) {}
 
 /** 529: the provider that answered last was overloaded. */
@@ -45,7 +49,7 @@ export class Overloaded extends Schema.TaggedError<Overloaded>()("Overloaded", f
 /** 503: no endpoint could serve the request. */
 export class Unavailable extends Schema.TaggedError<Unavailable>()("Unavailable", fields) {}
 
-/** 524 / timeout_error: the upstream did not answer in time. */
+/** 504 / timeout_error: the upstream did not answer in time. */
 export class UpstreamTimeout extends Schema.TaggedError<UpstreamTimeout>()("UpstreamTimeout", fields) {}
 
 /** An upstream answered with an error that is passed on with its own status (e.g. a 400 it rejected). */
@@ -53,6 +57,20 @@ export class UpstreamRejected extends Schema.TaggedError<UpstreamRejected>()("Up
   ...fields,
   status: Schema.Number,
   errorType: Schema.optional(Schema.String)
+}) {}
+
+/** 408: the operation did not finish in time (daemon access: the intern runtime did not answer within 10 seconds). */
+export class RequestTimeout extends Schema.TaggedError<RequestTimeout>()("RequestTimeout", fields) {}
+
+/**
+ * 409: the resource is not in a state that allows the operation (an intern that is not running, a lifecycle move its
+ * status forbids). `reason` names the condition (`intern_not_running`, `invalid_state`, ...); `retryable` says whether
+ * the same request may succeed later.
+ */
+export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", {
+  ...fields,
+  reason: Schema.String,
+  retryable: Schema.Boolean
 }) {}
 
 /** 500: a bug or an unexpected infrastructure failure. */
@@ -70,6 +88,8 @@ export type GatewayError =
   | Unavailable
   | UpstreamTimeout
   | UpstreamRejected
+  | RequestTimeout
+  | Conflict
   | InternalError
 
 /** The HTTP status and messages-protocol error type of each domain error: the one table both bodies use. */
@@ -95,6 +115,10 @@ export const describe = (error: GatewayError): { readonly status: number; readon
       return { status: 504, type: "timeout_error" }
     case "UpstreamRejected":
       return { status: error.status, type: error.errorType ?? "invalid_request_error" }
+    case "RequestTimeout":
+      return { status: 408, type: "timeout_error" }
+    case "Conflict":
+      return { status: 409, type: "invalid_request_error" }
     case "InternalError":
       return { status: 500, type: "api_error" }
   }

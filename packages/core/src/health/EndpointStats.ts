@@ -4,9 +4,7 @@
  * cooldowns. `snapshot` is on the hot path: adapters answer it from memory (a shared adapter syncs
  * with its store in the background), never with a query per request.
  */
-import type { Duration } from "effect"
 import { Context, Effect } from "effect"
-import type * as CircuitBreaker from "./CircuitBreaker.js"
 
 export type AttemptOutcome = "ok" | "rate_limited" | "overloaded" | "error" | "timeout"
 
@@ -88,20 +86,3 @@ export class EndpointStats extends Context.Tag("@model-gateway/core/EndpointStat
   EndpointStats,
   EndpointStatsService
 >() {}
-
-/** Options of an adapter that keeps the health windows in process (the memory and SQL adapters do). */
-export interface WindowOptions {
-  /** How long computed percentiles and uptime are reused (default 1 second; 0 computes on every read). */
-  readonly healthCacheTtl?: Duration.DurationInput | undefined
-  /** Most endpoints tracked; beyond, the one idle the longest is forgotten (default 10,000). */
-  readonly healthMaxEndpoints?: number | undefined
-  /** Circuit breaker settings (threshold, cooldowns, outcomes that count as failures). */
-  readonly breaker?: Partial<CircuitBreaker.Options> | undefined
-}
-
-/** Memory held by such an adapter. */
-export interface Footprint {
-  readonly endpoints: number
-  /** Bytes of the windows of every endpoint (with an adapter's pending deltas). */
-  readonly windowBytes: number
-}

@@ -35,6 +35,7 @@
  *   ~43 min for TTFB and 1/16 to ~166,000 tokens/s for throughput; values outside it fall in the
  *   first or last bin.
  */
+import type { Duration } from "effect"
 import * as CircuitBreaker from "./CircuitBreaker.js"
 import type { AttemptOutcome, AttemptRecord, EndpointHealth, Percentiles } from "./EndpointStats.js"
 
@@ -504,4 +505,21 @@ export const cachedHealth = (
     cache.healthUntil = Math.min(cache.cachedAt + ttlMs, combinedUntil(health, now))
   }
   return health.halfOpen ? probeOrWait(cache, health, now) : health
+}
+
+/** Options of an adapter that keeps the health windows in process (the memory and SQL adapters do). */
+export interface WindowOptions {
+  /** How long computed percentiles and uptime are reused (default 1 second; 0 computes on every read). */
+  readonly healthCacheTtl?: Duration.DurationInput | undefined
+  /** Most endpoints tracked; beyond, the one idle the longest is forgotten (default 10,000). */
+  readonly healthMaxEndpoints?: number | undefined
+  /** Circuit breaker settings (threshold, cooldowns, outcomes that count as failures). */
+  readonly breaker?: Partial<CircuitBreaker.Options> | undefined
+}
+
+/** Memory held by such an adapter. */
+export interface Footprint {
+  readonly endpoints: number
+  /** Bytes of the windows of every endpoint (with an adapter's pending deltas). */
+  readonly windowBytes: number
 }

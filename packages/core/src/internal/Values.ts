@@ -1,8 +1,4 @@
-/** Small helpers the request schemas share for reading unknown JSON values and naming them in errors. */
-
-/** A JSON object (not null, not an array). */
-export const isObject = (u: unknown): u is { readonly [key: string]: unknown } =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
+/** How the request schemas name an unknown JSON value in an error message. */
 
 /** A short, human-readable rendering of a value for error messages (never the whole value). */
 export const show = (u: unknown): string => {

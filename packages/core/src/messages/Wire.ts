@@ -3,8 +3,13 @@
  * gateway reads or writes are named; everything else passes through untouched.
  */
 
+import { Predicate } from "effect"
+
 /** A JSON object as parsed from the wire. */
 export type JsonObject = { [key: string]: unknown }
+
+/** A JSON object: not null, not an array. */
+export const isJsonObject: (u: unknown) => u is JsonObject = Predicate.isRecord as (u: unknown) => u is JsonObject
 
 /** Token usage as Anthropic reports it: `input_tokens` excludes cache reads and cache writes. */
 export interface Usage {
@@ -66,3 +71,16 @@ const rawDataOf = (event: StreamEvent): string | undefined => {
 /** Serialises one stream event as a named SSE frame, the only form the Anthropic SDK reads. */
 export const sseFrame = (event: StreamEvent): string =>
   `event: ${event.type}\ndata: ${rawDataOf(event) ?? JSON.stringify(event)}\n\n`
+
+/** The text of a message's text blocks, joined. */
+export const messageText = (message: Message): string =>
+  message.content.filter((b) => b.type === "text").map((b) => String(b.text ?? "")).join("")
+
+/** The body with `text` added to its system prompt (after what is there, as a string or as one more text block). */
+export const appendSystem = (body: JsonObject, text: string): JsonObject => {
+  const system = body.system
+  if (system === undefined || system === null || system === "") return { ...body, system: text }
+  if (typeof system === "string") return { ...body, system: `${system}\n\n${text}` }
+  if (Array.isArray(system)) return { ...body, system: [...system, { type: "text", text }] }
+  return { ...body, system: text }
+}

@@ -18,7 +18,7 @@
  *    `1 - percentile / 100`. t = 0 chooses the best score, t = 10 the cheapest, 5 weighs both alike. Ties: the
  *    better score, then the cheaper, then by id.
  */
-import { Either } from "effect"
+import { Either, Predicate } from "effect"
 import type { CatalogueSnapshot, Model } from "../catalogue/Catalogue.js"
 import { InvalidRequest, Unavailable } from "../errors/GatewayError.js"
 import type { Plugin } from "../messages/MessagesRequest.js"
@@ -47,15 +47,12 @@ export interface ChooseInput {
   readonly param?: string | undefined
 }
 
-const isObject = (u: unknown): u is { readonly [key: string]: unknown } =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
-
 /** The `model` of the latest assistant message, when it has one. */
 export const latestAssistantModel = (messages: unknown): string | undefined => {
   if (!Array.isArray(messages)) return undefined
   for (let i = messages.length - 1; i >= 0; i--) {
     const message: unknown = messages[i]
-    if (isObject(message) && message.role === "assistant") {
+    if (Predicate.isRecord(message) && message.role === "assistant") {
       return typeof message.model === "string" && message.model !== "" ? message.model : undefined
     }
   }

@@ -4,6 +4,7 @@
  * of letting the upstream fail. The system prompt, the first user turn and the last turns are kept, and
  * the result is still a valid Messages conversation. Pure functions; the caller picks the budget.
  */
+import { Predicate } from "effect"
 import type { JsonObject } from "../messages/Wire.js"
 
 /** The compression engines this module implements (the plugin's `engine` field). */
@@ -12,9 +13,6 @@ export type Engine = (typeof engines)[number]
 
 /** The tokens one image is counted as by `estimateTokens` (about a 1.15 megapixel image, Anthropic's cap). */
 export const IMAGE_TOKENS = 1600
-
-const isObject = (value: unknown): value is JsonObject =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /**
  * A cheap, provider-neutral estimate of the input tokens of a value (a whole request body, a message, a
@@ -29,7 +27,7 @@ const isObject = (value: unknown): value is JsonObject =>
 export const estimateTokens = (value: unknown): number => {
   let images = 0
   const json = JSON.stringify(value, (_key, inner: unknown) => {
-    if (isObject(inner) && inner.type === "image") {
+    if (Predicate.isRecord(inner) && inner.type === "image") {
       images++
       return null
     }
@@ -55,10 +53,10 @@ export interface Compressed {
   readonly estimatedTokens: number
 }
 
-const roleOf = (message: unknown): unknown => (isObject(message) ? message.role : undefined)
+const roleOf = (message: unknown): unknown => (Predicate.isRecord(message) ? message.role : undefined)
 
 const blocksOf = (message: unknown): ReadonlyArray<unknown> => {
-  if (!isObject(message)) return []
+  if (!Predicate.isRecord(message)) return []
   const content = message.content
   if (Array.isArray(content)) return content
   return typeof content === "string" && content !== "" ? [{ type: "text", text: content }] : []
@@ -74,7 +72,7 @@ const unitsOf = (messages: ReadonlyArray<unknown>): Array<{ start: number; end: 
   messages.forEach((message, i) => {
     for (const block of blocksOf(message)) {
       if (
-        isObject(block) && typeof block.id === "string" && typeof block.type === "string" &&
+        Predicate.isRecord(block) && typeof block.id === "string" && typeof block.type === "string" &&
         block.type.endsWith("tool_use")
       ) owner.set(block.id, i)
     }
@@ -82,7 +80,7 @@ const unitsOf = (messages: ReadonlyArray<unknown>): Array<{ start: number; end: 
   const reach = messages.map((_, i) => i)
   messages.forEach((message, i) => {
     for (const block of blocksOf(message)) {
-      if (!isObject(block) || typeof block.tool_use_id !== "string") continue
+      if (!Predicate.isRecord(block) || typeof block.tool_use_id !== "string") continue
       const j = owner.get(block.tool_use_id)
       if (j === undefined || j === i) continue
       const [from, to] = j < i ? [j, i] : [i, j]
@@ -117,7 +115,7 @@ const MAX_EXTRA_UNITS = 2
 
 /** Concatenates two messages of the same role into one, keeping the first one's other fields. */
 const merge = (first: unknown, second: unknown): unknown =>
-  isObject(first) ? { ...first, content: [...blocksOf(first), ...blocksOf(second)] } : first
+  Predicate.isRecord(first) ? { ...first, content: [...blocksOf(first), ...blocksOf(second)] } : first
 
 /**
  * The `middle-out` engine. Returns the body unchanged when its estimate is within `budgetTokens`;

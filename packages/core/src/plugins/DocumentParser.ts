@@ -3,7 +3,7 @@
  * endpoints that cannot take documents. The port extracts the text; `replaceDocuments` is the pure
  * rewrite of the request body around it.
  */
-import { Context, Data, Effect } from "effect"
+import { Context, Data, Effect, Predicate } from "effect"
 import type { JsonObject } from "../messages/Wire.js"
 
 /** Why a PDF could not be turned into text. */
@@ -29,12 +29,9 @@ export class DocumentParser extends Context.Tag("@model-gateway/core/DocumentPar
   DocumentParserService
 >() {}
 
-const isObject = (value: unknown): value is JsonObject =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
 /** The base64 data of a `document` block whose source is a base64 PDF, or undefined. */
 export const pdfData = (block: unknown): string | undefined => {
-  if (!isObject(block) || block.type !== "document" || !isObject(block.source)) return undefined
+  if (!Predicate.isRecord(block) || block.type !== "document" || !Predicate.isRecord(block.source)) return undefined
   const source = block.source
   return source.type === "base64" && source.media_type === "application/pdf" && typeof source.data === "string"
     ? source.data
@@ -57,7 +54,7 @@ const rewriteBlocks = (blocks: ReadonlyArray<unknown>, texts: ReadonlyMap<string
     const data = pdfData(block)
     if (data !== undefined) {
       next = textBlock(block as JsonObject, texts.get(data)!)
-    } else if (isObject(block) && block.type === "tool_result" && Array.isArray(block.content)) {
+    } else if (Predicate.isRecord(block) && block.type === "tool_result" && Array.isArray(block.content)) {
       const content = rewriteBlocks(block.content, texts)
       if (content !== block.content) next = { ...block, content }
     }
@@ -73,7 +70,7 @@ const collect = (blocks: ReadonlyArray<unknown>, into: Set<string>): void => {
   for (const block of blocks) {
     const data = pdfData(block)
     if (data !== undefined) into.add(data)
-    else if (isObject(block) && block.type === "tool_result" && Array.isArray(block.content)) {
+    else if (Predicate.isRecord(block) && block.type === "tool_result" && Array.isArray(block.content)) {
       collect(block.content, into)
     }
   }
@@ -93,7 +90,7 @@ export const replaceDocuments = <E>(
   if (!Array.isArray(messages)) return Effect.succeed(body)
   const found = new Set<string>()
   for (const message of messages) {
-    if (isObject(message) && Array.isArray(message.content)) collect(message.content, found)
+    if (Predicate.isRecord(message) && Array.isArray(message.content)) collect(message.content, found)
   }
   if (found.size === 0) return Effect.succeed(body)
   return Effect.map(
@@ -101,7 +98,7 @@ export const replaceDocuments = <E>(
     (pairs) => {
       const texts = new Map(pairs)
       const rewritten = messages.map((message: unknown) => {
-        if (!isObject(message) || !Array.isArray(message.content)) return message
+        if (!Predicate.isRecord(message) || !Array.isArray(message.content)) return message
         const content = rewriteBlocks(message.content, texts)
         return content === message.content ? message : { ...message, content }
       })

@@ -4,7 +4,7 @@
  * The port has a built-in blocklist implementation here; provider-adapters has an adapter for
  * OpenAI-compatible `/moderations` endpoints.
  */
-import { Context, Data, Effect } from "effect"
+import { Context, Data, Effect, Predicate } from "effect"
 import * as GatewayError from "../errors/GatewayError.js"
 import type { JsonObject } from "../messages/Wire.js"
 import type { PipelineStep } from "../routing/RoutePlanner.js"
@@ -60,9 +60,6 @@ export const blocklist = (terms: ReadonlyArray<string>): ModerationService => {
   }
 }
 
-const isObject = (value: unknown): value is JsonObject =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
 const pushText = (blocks: unknown, out: Array<string>): void => {
   if (typeof blocks === "string") {
     if (blocks !== "") out.push(blocks)
@@ -70,11 +67,11 @@ const pushText = (blocks: unknown, out: Array<string>): void => {
   }
   if (!Array.isArray(blocks)) return
   for (const block of blocks) {
-    if (!isObject(block)) continue
+    if (!Predicate.isRecord(block)) continue
     if (block.type === "text" && typeof block.text === "string" && block.text !== "") out.push(block.text)
     else if (block.type === "tool_result") pushText(block.content, out)
     else if (
-      block.type === "document" && isObject(block.source) && block.source.type === "text" &&
+      block.type === "document" && Predicate.isRecord(block.source) && block.source.type === "text" &&
       typeof block.source.data === "string" && block.source.data !== ""
     ) out.push(block.source.data)
   }
@@ -90,7 +87,7 @@ export const moderationInput = (body: JsonObject): Array<string> => {
   pushText(body.system, out)
   if (Array.isArray(body.messages)) {
     for (const message of body.messages) {
-      if (isObject(message)) pushText(message.content, out)
+      if (Predicate.isRecord(message)) pushText(message.content, out)
     }
   }
   return out

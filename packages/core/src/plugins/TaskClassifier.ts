@@ -11,7 +11,7 @@
  * 1; ties go to the earlier task of `code, math, analysis, writing`; a conversation scoring below 1 everywhere is
  * `chat`. Only the first 16384 characters of each text are read.
  */
-import { Context, Layer } from "effect"
+import { Context, Layer, Predicate } from "effect"
 import type { Task } from "../catalogue/Catalogue.js"
 
 /** Classifies a conversation into a task; pure and synchronous so that routing stays a pure function. */
@@ -134,16 +134,13 @@ export const rules: ReadonlyArray<Rule> = [
 const MAX_CHARS = 16384
 const SYSTEM_WEIGHT = 0.25
 
-const isObject = (u: unknown): u is { readonly [key: string]: unknown } =>
-  typeof u === "object" && u !== null && !Array.isArray(u)
-
 /** The text of a message `content` or a `system` value: a string, or the `text` of its text blocks joined by newlines. */
 export const textOf = (content: unknown): string => {
   if (typeof content === "string") return content
   if (!Array.isArray(content)) return ""
   let out = ""
   for (const block of content) {
-    if (isObject(block) && block.type === "text" && typeof block.text === "string") {
+    if (Predicate.isRecord(block) && block.type === "text" && typeof block.text === "string") {
       out = out === "" ? block.text : `${out}\n${block.text}`
     }
   }
@@ -155,7 +152,7 @@ export const latestUserText = (messages: unknown): string => {
   if (!Array.isArray(messages)) return ""
   for (let i = messages.length - 1; i >= 0; i--) {
     const message: unknown = messages[i]
-    if (!isObject(message) || message.role !== "user") continue
+    if (!Predicate.isRecord(message) || message.role !== "user") continue
     const text = textOf(message.content)
     if (text.trim() !== "") return text
   }

@@ -6,8 +6,8 @@
  * e.g. `provider.bogus`), so that a misspelt preference never silently routes somewhere the client did not want.
  * Every key may also be `null`, which means the same as leaving it out (OpenRouter's SDK sends nulls).
  */
-import { Either, ParseResult, Schema, SchemaAST } from "effect"
-import { isObject, show } from "../internal/Values.js"
+import { Either, ParseResult, Predicate, Schema, SchemaAST } from "effect"
+import { show } from "../internal/Values.js"
 import { isDecimal } from "../pricing/Cost.js"
 
 // -----------------------------------------------------------------------------
@@ -142,7 +142,7 @@ export interface PercentileCutoffs extends Schema.Schema.Type<typeof percentiles
 const cutoff = optional(nullable(
   "a number or a percentile object",
   { is: isNumber, schema: NonNegative },
-  { is: isObject, schema: percentilesSchema }
+  { is: Predicate.isRecord, schema: percentilesSchema }
 ))
 
 const price = optional(nullable(
@@ -169,9 +169,9 @@ const providerPreferencesSchema = closed({
   sort: optional(nullable(
     "a string or a {by, partition} object",
     { is: isString, schema: SortBy },
-    { is: isObject, schema: sortConfigSchema }
+    { is: Predicate.isRecord, schema: sortConfigSchema }
   )),
-  max_price: optional(nullable("a max_price object", { is: isObject, schema: maxPriceSchema })),
+  max_price: optional(nullable("a max_price object", { is: Predicate.isRecord, schema: maxPriceSchema })),
   preferred_min_throughput: cutoff,
   preferred_max_latency: cutoff
 })
@@ -188,7 +188,7 @@ export interface ProviderPreferencesEncoded extends Schema.Schema.Encoded<typeof
 /** The schema of the `provider` object: a closed object, every key optional and nullable. */
 export const ProviderPreferences: Schema.Schema<ProviderPreferences, ProviderPreferencesEncoded> = oneOf(
   "an object",
-  { is: isObject, schema: providerPreferencesSchema }
+  { is: Predicate.isRecord, schema: providerPreferencesSchema }
 )
 
 // -----------------------------------------------------------------------------
@@ -201,13 +201,13 @@ export const ProviderPreferences: Schema.Schema<ProviderPreferences, ProviderPre
  */
 export type Route = "fallback" | "sort" | { readonly [key: string]: unknown }
 
-const AnyObject = Schema.declare(isObject, { description: "an object" })
+const AnyObject = Schema.declare(Predicate.isRecord, { description: "an object" })
 
 /** The schema of the deprecated `route` field. */
 export const Route: Schema.Schema<Route> = oneOf(
   "\"fallback\" | \"sort\" or an object",
   { is: isString, schema: literal("fallback", "sort") },
-  { is: isObject, schema: AnyObject }
+  { is: Predicate.isRecord, schema: AnyObject }
 )
 
 /**

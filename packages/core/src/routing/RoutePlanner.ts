@@ -10,7 +10,11 @@
  *    capabilities always (tools, images, documents, `max_tokens` over `maxCompletionTokens`, estimated prompt plus
  *    `max_tokens` over `contextLength`), then the provider preferences `only`, `ignore`, `order` (only when
  *    `allow_fallbacks` is false: unlisted providers go), `require_parameters`, `data_collection`, `zdr`,
- *    `quantizations` and `max_price`. Nothing left: `Unavailable` (503) saying which filter removed what.
+ *    `quantizations` and `max_price`. **Prefer, then clamp**: when none of a model's endpoints can honour the requested
+ *    `max_tokens` but some would pass every filter with their own `maxCompletionTokens`, those are kept with the
+ *    attempt's `maxTokens` lowered to that limit (a `clamp` step), unless the model's `maxTokensPolicy` is `strict`.
+ *    Nothing left: `InvalidRequest` (400, "No endpoints found that ...") naming each filter and what it removed: the
+ *    request itself rules every endpoint out, so retrying cannot help (503 is for endpoints that failed).
  * 3. **Health tiers**: a cooling-down endpoint (not yet half-open) and one with a recent outage are not dropped but
  *    go last, as a last resort (outage before cooldown); a half-open endpoint keeps its normal place, as the probe.
  *    Endpoints that miss `preferred_min_throughput` / `preferred_max_latency` go after those that meet them
@@ -39,7 +43,7 @@
  */
 import { Either } from "effect"
 import type { CatalogueSnapshot, Endpoint, Model } from "../catalogue/Catalogue.js"
-import { NotFound, Unavailable } from "../errors/GatewayError.js"
+import { InvalidRequest, NotFound } from "../errors/GatewayError.js"
 import type { EndpointHealth, HealthSnapshot, Percentiles } from "../health/EndpointStats.js"
 import type { Partition, PercentileCutoffs, ProviderPreferences, SortBy } from "./ProviderPreferences.js"
 import * as SeededRandom from "./SeededRandom.js"
@@ -52,6 +56,8 @@ export { make as seededRandom } from "./SeededRandom.js"
 
 /** What the request needs of an endpoint, derived once from the body. */
 export interface Requirements {
+  /** The API the request was sent to (`messages`, `chat`, ...): an endpoint that lists its `apis` must list it. */
+  readonly api?: string | undefined
   readonly tools: boolean
   readonly images: boolean
   readonly documents: boolean
@@ -103,6 +109,8 @@ export interface Attempt {
   readonly endpoint: Endpoint
   /** Why this endpoint is in the plan, at this place. */
   readonly reason: string
+  /** Set when the request's `max_tokens` is clamped for this endpoint: the value to send instead. */
+  readonly maxTokens?: number | undefined
 }
 
 /** One step of the pipeline that `service_metadata` reports. */
@@ -215,7 +223,10 @@ const promptAndCompletion = (endpoint: Endpoint): number => {
 /** Above a ceiling, allowing for the binary rounding of per-token prices scaled to per-million. */
 const above = (value: number, ceiling: number) => value > ceiling * (1 + 1e-9)
 
-const capability = (endpoint: Endpoint, needs: Requirements): Exclusion | undefined => {
+const capability = (endpoint: Endpoint, needs: Requirements, maxTokens = needs.maxTokens): Exclusion | undefined => {
+  if (needs.api !== undefined && endpoint.apis !== undefined && !endpoint.apis.includes(needs.api)) {
+    return { filter: "api", reason: `does not serve the ${needs.api} API` }
+  }
   const params = endpoint.supportedParameters
   if (needs.tools && params !== undefined && !params.includes("tools")) {
     return { filter: "tools", reason: "does not support tools" }
@@ -227,7 +238,6 @@ const capability = (endpoint: Endpoint, needs: Requirements): Exclusion | undefi
   if (needs.documents && modalities !== undefined && !modalities.includes("file")) {
     return { filter: "documents", reason: "does not accept documents" }
   }
-  const maxTokens = needs.maxTokens
   if (
     maxTokens !== undefined && endpoint.maxCompletionTokens !== undefined && maxTokens > endpoint.maxCompletionTokens
   ) {
@@ -250,6 +260,16 @@ const capability = (endpoint: Endpoint, needs: Requirements): Exclusion | undefi
     }
   }
   return undefined
+}
+
+/**
+ * The `max_tokens` an endpoint that cannot honour the request's would be sent instead (its own limit), when with it
+ * the endpoint passes every capability filter; undefined otherwise.
+ */
+const clampFor = (endpoint: Endpoint, needs: Requirements): number | undefined => {
+  const limit = endpoint.maxCompletionTokens
+  if (needs.maxTokens === undefined || limit === undefined || needs.maxTokens <= limit) return undefined
+  return capability(endpoint, needs, limit) === undefined ? limit : undefined
 }
 
 const preference = (endpoint: Endpoint, needs: Requirements, p: Resolved): Exclusion | undefined => {
@@ -359,6 +379,8 @@ interface Candidate {
   readonly tier: Tier
   /** Why the endpoint is not in tier 0. */
   readonly note: string | undefined
+  /** The clamped `max_tokens` to send to it, when clamped. */
+  readonly maxTokens?: number | undefined
 }
 
 interface Ranked {
@@ -545,13 +567,13 @@ const planOne = (request: RouteRequest, model: Model, context: RouteContext): Ro
 /**
  * Plans the attempts for a request. See the module documentation for the rules; `context` carries health, the
  * session and the random source (all optional). Fails with `NotFound` when the requested model is unknown or has no
- * endpoint, and with `Unavailable` when the filters leave nothing.
+ * endpoint, and with `InvalidRequest` when the filters leave nothing.
  */
 export const plan = (
   request: RouteRequest,
   snapshot: CatalogueSnapshot,
   context: RouteContext = {}
-): Either.Either<RoutePlan, NotFound | Unavailable> => {
+): Either.Either<RoutePlan, NotFound | InvalidRequest> => {
   const primary = snapshot.models.get(request.model)
   if (primary === undefined || primary.endpoints.length === 0) {
     return Either.left(new NotFound({ message: `Model '${request.model}' is not available on this gateway` }))
@@ -584,21 +606,39 @@ export const plan = (
 
   const groups: Array<Array<Candidate>> = []
   const removed = new Map<string, Array<string>>()
+  const needs = request.requirements
   for (const { model, role } of models) {
     const group: Array<Candidate> = []
+    const clampable: Array<{ endpoint: Endpoint; maxTokens: number }> = []
+    const candidate = (endpoint: Endpoint, maxTokens?: number): Candidate => {
+      const h = health?.get(endpoint.id)
+      const price = promptAndCompletion(endpoint)
+      return { model, role, endpoint, price, health: h, ...tierOf(h, prefs, context.now), maxTokens }
+    }
     for (const endpoint of model.endpoints) {
-      const out = capability(endpoint, request.requirements) ?? preference(endpoint, request.requirements, prefs)
+      const out = capability(endpoint, needs) ?? preference(endpoint, needs, prefs)
       if (out !== undefined) {
         const name = `${model.id} via ${endpoint.provider}`
         steps.push(step("filter", `${name} removed by ${out.filter}: ${out.reason}`))
         const list = removed.get(out.filter) ?? []
         list.push(`${name} (${out.reason})`)
         removed.set(out.filter, list)
+        const limit = model.maxTokensPolicy === "strict" ? undefined : clampFor(endpoint, needs)
+        if (limit !== undefined && preference(endpoint, needs, prefs) === undefined) {
+          clampable.push({ endpoint, maxTokens: limit })
+        }
         continue
       }
-      const h = health?.get(endpoint.id)
-      const price = promptAndCompletion(endpoint)
-      group.push({ model, role, endpoint, price, health: h, ...tierOf(h, prefs, context.now) })
+      group.push(candidate(endpoint))
+    }
+    if (group.length === 0 && clampable.length > 0) {
+      for (const { endpoint, maxTokens } of clampable) {
+        steps.push(step(
+          "clamp",
+          `${model.id} via ${endpoint.provider}: max_tokens ${needs.maxTokens} lowered to its limit of ${maxTokens}`
+        ))
+        group.push(candidate(endpoint, maxTokens))
+      }
     }
     if (group.length > 0) {
       if (prefs.partition === "none" && groups.length > 0) groups[0].push(...group)
@@ -607,7 +647,11 @@ export const plan = (
   }
   if (groups.length === 0) {
     const why = Array.from(removed, ([filter, items]) => `${filter} removed ${items.join(", ")}`).join("; ")
-    return Either.left(new Unavailable({ message: `No endpoint can serve this request: ${why || "none configured"}` }))
+    return Either.left(
+      new InvalidRequest({
+        message: `No endpoints found that can serve this request (${[...removed.keys()].join(", ")}): ${why}`
+      })
+    )
   }
 
   for (const group of groups) {
@@ -707,11 +751,16 @@ export const plan = (
     }
   }
 
-  const attempts: Array<Attempt> = final.map(({ candidate: c, why }) => ({
-    model: c.model,
-    endpoint: c.endpoint,
-    reason: `${c.role} ${label(c)}: ${why}`
-  }))
+  const attempts: Array<Attempt> = final.map(({ candidate: c, why }) =>
+    c.maxTokens === undefined
+      ? { model: c.model, endpoint: c.endpoint, reason: `${c.role} ${label(c)}: ${why}` }
+      : {
+        model: c.model,
+        endpoint: c.endpoint,
+        reason: `${c.role} ${label(c)}: ${why}; max_tokens clamped to ${c.maxTokens}`,
+        maxTokens: c.maxTokens
+      }
+  )
   steps.push(step("plan", attempts.map((a, i) => `${i + 1}. ${a.reason}`).join("; ")))
   return Either.right({ attempts, steps })
 }

@@ -9,10 +9,13 @@ export interface UsageRecord {
   readonly requestId: string
   /** Unix epoch milliseconds. */
   readonly createdAt: number
-  readonly keyId: string
-  readonly workspace: string
-  /** The model that answered (or was asked for, when nothing answered). */
-  readonly model: string
+  /** The route's method and pattern, e.g. `POST /v1/messages`. */
+  readonly route: string
+  /** Null when the request had no valid key (a 401). */
+  readonly keyId: string | null
+  readonly workspace: string | null
+  /** The model that answered (or was asked for, when nothing answered); null when the request named none. */
+  readonly model: string | null
   readonly provider: string | null
   readonly endpointId: string | null
   readonly stream: boolean
@@ -28,12 +31,15 @@ export interface UsageRecord {
   readonly cost: string
   readonly latencyMs: number
   readonly ttfbMs: number | null
+  /** Upstream attempts made; 0 when the request was refused before any (invalid, unknown model, a plugin). */
   readonly attempts: number
   readonly sessionId: string | null
   readonly user: string | null
   readonly appReferer: string | null
   readonly appTitle: string | null
   readonly appCategories: string | null
+  /** Custom metadata the request sent (the keys of its `trace` besides the tracing ids and names). */
+  readonly metadata: Readonly<Record<string, unknown>> | null
 }
 
 export interface UsageQuery {

@@ -30,3 +30,15 @@ export const skipPostgres = (what: string): boolean => {
   if (skip) console.warn(`PostgreSQL at ${target.host} is unreachable: skipping ${what} (CI is not "true")`)
   return skip
 }
+
+/** Drops a schema the tests made (and everything in it), so that a run leaves nothing behind. */
+export const dropSchema = async (schema: string): Promise<void> => {
+  const { PgClient } = await import("@effect/sql-pg")
+  const { Effect, Redacted } = await import("effect")
+  await Effect.runPromise(
+    Effect.flatMap(PgClient.PgClient, (sql) => sql`DROP SCHEMA IF EXISTS ${sql(schema)} CASCADE`).pipe(
+      Effect.provide(PgClient.layer({ url: Redacted.make(pgUrl) })),
+      Effect.scoped
+    )
+  )
+}

@@ -7,6 +7,10 @@ import { assert, describe, layer as layerTest } from "@effect/vitest"
 import { Keys, UsageLog } from "@model-gateway/core"
 import type { Layer } from "effect"
 import { Effect, Option } from "effect"
+import { createHash } from "node:crypto"
+
+/** The digest of a key, as the HTTP edge computes it. */
+export const digestOf = (secret: string): string => createHash("sha256").update(secret).digest("hex")
 
 const unique = (prefix: string) => `${prefix}-${globalThis.crypto.randomUUID()}`
 
@@ -14,6 +18,7 @@ const unique = (prefix: string) => `${prefix}-${globalThis.crypto.randomUUID()}`
 export const usageRecord = (overrides: Partial<UsageLog.UsageRecord> = {}): UsageLog.UsageRecord => ({
   requestId: unique("req"),
   createdAt: 1_750_000_000_123,
+  route: "POST /v1/messages",
   keyId: "0123456789ab",
   workspace: "ws",
   model: "anthropic/claude-sonnet-4",
@@ -35,6 +40,7 @@ export const usageRecord = (overrides: Partial<UsageLog.UsageRecord> = {}): Usag
   appReferer: "https://example.com/app",
   appTitle: "Example App",
   appCategories: "cli-agent,programming",
+  metadata: { team: "search", run: 7, tags: ["a", "b"] },
   ...overrides
 })
 
@@ -45,7 +51,7 @@ export const storageContract = (name: string, layer: Layer.Layer<Keys.Keys | Usa
       it.effect("an unknown key authenticates as none", () =>
         Effect.gen(function*() {
           const keys = yield* Keys.Keys
-          assert.isTrue(Option.isNone(yield* keys.authenticate(unique("sk-unknown"))))
+          assert.isTrue(Option.isNone(yield* keys.authenticate(digestOf(unique("sk-unknown")))))
           assert.isTrue(Option.isNone(yield* keys.authenticate("")))
         }))
 
@@ -55,7 +61,8 @@ export const storageContract = (name: string, layer: Layer.Layer<Keys.Keys | Usa
           const secret = unique("sk-mg")
           const workspace = unique("ws")
           const provisioned = yield* keys.provision({
-            secret,
+            digest: digestOf(secret),
+            source: "cli",
             workspace,
             management: true,
             interns: false,
@@ -69,11 +76,11 @@ export const storageContract = (name: string, layer: Layer.Layer<Keys.Keys | Usa
             interns: false,
             label: "ci key"
           })
-          const found = yield* keys.authenticate(secret)
+          const found = yield* keys.authenticate(digestOf(secret))
           assert.deepStrictEqual(found, Option.some(provisioned))
           // A near miss is a different key.
-          assert.isTrue(Option.isNone(yield* keys.authenticate(secret + "x")))
-          assert.isTrue(Option.isNone(yield* keys.authenticate(secret.slice(0, -1))))
+          assert.isTrue(Option.isNone(yield* keys.authenticate(digestOf(secret + "x"))))
+          assert.isTrue(Option.isNone(yield* keys.authenticate(digestOf(secret.slice(0, -1)))))
         }))
 
       it.effect("a key without a label, member of interns, has no label", () =>
@@ -81,8 +88,14 @@ export const storageContract = (name: string, layer: Layer.Layer<Keys.Keys | Usa
           const keys = yield* Keys.Keys
           const secret = unique("sk-mg")
           const workspace = unique("ws")
-          const provisioned = yield* keys.provision({ secret, workspace, management: false, interns: true })
-          const found = Option.getOrThrow(yield* keys.authenticate(secret))
+          const provisioned = yield* keys.provision({
+            digest: digestOf(secret),
+            source: "cli",
+            workspace,
+            management: false,
+            interns: true
+          })
+          const found = Option.getOrThrow(yield* keys.authenticate(digestOf(secret)))
           assert.deepStrictEqual(found, provisioned)
           assert.strictEqual(found.workspace, workspace)
           assert.isFalse(found.management)
@@ -94,8 +107,20 @@ export const storageContract = (name: string, layer: Layer.Layer<Keys.Keys | Usa
         Effect.gen(function*() {
           const keys = yield* Keys.Keys
           const workspace = unique("ws")
-          const a = yield* keys.provision({ secret: unique("sk-a"), workspace, management: false, interns: false })
-          const b = yield* keys.provision({ secret: unique("sk-b"), workspace, management: false, interns: false })
+          const a = yield* keys.provision({
+            digest: digestOf(unique("sk-a")),
+            source: "cli",
+            workspace,
+            management: false,
+            interns: false
+          })
+          const b = yield* keys.provision({
+            digest: digestOf(unique("sk-b")),
+            source: "cli",
+            workspace,
+            management: false,
+            interns: false
+          })
           assert.notStrictEqual(a.keyId, b.keyId)
         }))
 
@@ -103,22 +128,38 @@ export const storageContract = (name: string, layer: Layer.Layer<Keys.Keys | Usa
         Effect.gen(function*() {
           const keys = yield* Keys.Keys
           const secret = unique("sk-mg")
-          const first = yield* keys.provision({ secret, workspace: unique("ws"), management: false, interns: false })
-          assert.deepStrictEqual(yield* keys.authenticate(secret), Option.some(first))
-          const again = yield* keys.provision({ secret, workspace: first.workspace, management: false, interns: false })
+          const first = yield* keys.provision({
+            digest: digestOf(secret),
+            source: "cli",
+            workspace: unique("ws"),
+            management: false,
+            interns: false
+          })
+          assert.deepStrictEqual(yield* keys.authenticate(digestOf(secret)), Option.some(first))
+          const again = yield* keys.provision({
+            digest: digestOf(secret),
+            source: "cli",
+            workspace: first.workspace,
+            management: false,
+            interns: false
+          })
           assert.deepStrictEqual(again, first)
 
           const moved = unique("ws")
           const updated = yield* keys.provision({
-            secret,
+            digest: digestOf(secret),
+            source: "cli",
             workspace: moved,
             management: true,
             interns: true,
             label: "x"
           })
           assert.strictEqual(updated.keyId, first.keyId)
-          assert.deepStrictEqual(yield* keys.authenticate(secret), Option.some(updated))
-          assert.deepStrictEqual(Option.map(yield* keys.authenticate(secret), (p) => p.workspace), Option.some(moved))
+          assert.deepStrictEqual(yield* keys.authenticate(digestOf(secret)), Option.some(updated))
+          assert.deepStrictEqual(
+            Option.map(yield* keys.authenticate(digestOf(secret)), (p) => p.workspace),
+            Option.some(moved)
+          )
         }))
 
       it.effect("revoke removes a key by id", () =>
@@ -127,20 +168,86 @@ export const storageContract = (name: string, layer: Layer.Layer<Keys.Keys | Usa
           const secret = unique("sk-mg")
           const other = unique("sk-mg")
           const workspace = unique("ws")
-          const principal = yield* keys.provision({ secret, workspace, management: false, interns: false })
-          yield* keys.provision({ secret: other, workspace, management: false, interns: false })
-          assert.isTrue(Option.isSome(yield* keys.authenticate(secret)))
+          const principal = yield* keys.provision({
+            digest: digestOf(secret),
+            source: "cli",
+            workspace,
+            management: false,
+            interns: false
+          })
+          yield* keys.provision({
+            digest: digestOf(other),
+            source: "cli",
+            workspace,
+            management: false,
+            interns: false
+          })
+          assert.isTrue(Option.isSome(yield* keys.authenticate(digestOf(secret))))
 
           assert.isTrue(yield* keys.revoke(principal.keyId))
-          assert.isTrue(Option.isNone(yield* keys.authenticate(secret)))
+          assert.isTrue(Option.isNone(yield* keys.authenticate(digestOf(secret))))
           assert.isFalse(yield* keys.revoke(principal.keyId))
           assert.isFalse(yield* keys.revoke("ffffffffffff"))
           // Other keys are untouched.
-          assert.isTrue(Option.isSome(yield* keys.authenticate(other)))
+          assert.isTrue(Option.isSome(yield* keys.authenticate(digestOf(other))))
 
           // A revoked key can be provisioned again.
-          const back = yield* keys.provision({ secret, workspace, management: false, interns: false })
-          assert.deepStrictEqual(yield* keys.authenticate(secret), Option.some(back))
+          const back = yield* keys.provision({
+            digest: digestOf(secret),
+            source: "cli",
+            workspace,
+            management: false,
+            interns: false
+          })
+          assert.deepStrictEqual(yield* keys.authenticate(digestOf(secret)), Option.some(back))
+        }))
+
+      it.effect("list shows every key with its source, never a digest", () =>
+        Effect.gen(function*() {
+          const keys = yield* Keys.Keys
+          const workspace = unique("ws")
+          const a = yield* keys.provision({
+            digest: digestOf(unique("sk-a")),
+            source: "cli",
+            workspace,
+            management: true,
+            interns: false,
+            label: "deploy"
+          })
+          const listed = (yield* keys.list).filter((k) => k.workspace === workspace)
+          assert.strictEqual(listed.length, 1)
+          const { createdAt, ...rest } = listed[0]
+          assert.deepStrictEqual(rest, { ...a, source: "cli" })
+          assert.isTrue(createdAt > 0)
+          assert.notInclude(JSON.stringify(listed), digestOf("sk-a"))
+        }))
+
+      it.effect("sync makes a source's keys exactly the given ones and leaves the other source alone", () =>
+        Effect.gen(function*() {
+          const keys = yield* Keys.Keys
+          const workspace = unique("ws")
+          const [kept, dropped, added, cli] = ["kept", "dropped", "added", "cli"].map((n) => unique(`sk-${n}`))
+          const entry = (secret: string, management = false) => ({
+            digest: digestOf(secret),
+            workspace,
+            management,
+            interns: false
+          })
+          yield* keys.provision({ ...entry(cli), source: "cli" })
+          const first = yield* keys.sync("config", [entry(kept), entry(dropped)])
+          assert.strictEqual(first.added, 2)
+          const second = yield* keys.sync("config", [entry(kept, true), entry(added)])
+          assert.deepStrictEqual(second, { added: 1, kept: 1, revoked: 1 })
+          assert.isTrue(Option.isNone(yield* keys.authenticate(digestOf(dropped))))
+          assert.isTrue(Option.getOrThrow(yield* keys.authenticate(digestOf(kept))).management)
+          assert.isTrue(Option.isSome(yield* keys.authenticate(digestOf(added))))
+          assert.isTrue(Option.isSome(yield* keys.authenticate(digestOf(cli))))
+          const sources = (yield* keys.list).filter((k) => k.workspace === workspace).map((k) => k.source).sort()
+          assert.deepStrictEqual(sources, ["cli", "config", "config"])
+          // An empty configuration revokes every configuration key, and only those.
+          yield* keys.sync("config", [])
+          assert.isTrue(Option.isNone(yield* keys.authenticate(digestOf(kept))))
+          assert.isTrue(Option.isSome(yield* keys.authenticate(digestOf(cli))))
         }))
     })
 
@@ -177,7 +284,8 @@ export const storageContract = (name: string, layer: Layer.Layer<Keys.Keys | Usa
             user: null,
             appReferer: null,
             appTitle: null,
-            appCategories: null
+            appCategories: null,
+            metadata: null
           })
           const precise = usageRecord({ workspace, createdAt: 1_750_000_000_000, cost: "12345.678901234567890123" })
           yield* usage.record(full)

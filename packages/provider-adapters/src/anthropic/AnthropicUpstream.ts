@@ -8,7 +8,8 @@ import { Upstream } from "@model-gateway/core"
 import { Effect } from "effect"
 import type { Scope } from "effect"
 import type { Timeouts } from "../internal/Transport.js"
-import { makeTransport, openEventStream, postJson } from "../internal/Transport.js"
+import { openEventStream, postJson, scopedTransport } from "../internal/Transport.js"
+import * as AnthropicChat from "./AnthropicChat.js"
 
 export interface AnthropicOptions {
   /** Base URL without the `/v1` suffix, e.g. `https://api.anthropic.com`. */
@@ -52,65 +53,87 @@ const checkMessage = (json: unknown): Upstream.UpstreamError | undefined => {
     : new Upstream.UpstreamError({ kind: "transport", message: "upstream answered without a message" })
 }
 
-/** An Upstream for one Anthropic-protocol provider. */
-export const make = (options: AnthropicOptions): Upstream.UpstreamService => {
-  const transport = makeTransport(options.timeouts)
-  const url = `${options.baseUrl.replace(/\/+$/, "")}/v1/messages`
-  const baseHeaders: Record<string, string> = {
-    "content-type": "application/json",
-    accept: "application/json",
-    ...options.headers
-  }
-  if (options.apiKey !== undefined) baseHeaders["x-api-key"] = options.apiKey
-  const streamHeaders: Record<string, string> = { ...baseHeaders, accept: "text/event-stream" }
-  // Object.assign, not `{ ...base }` plus new keys: objects built by spread and then given keys are slow on V8 11.
-  const headersFor = (call: Upstream.MessagesCall, stream: boolean): Record<string, string> => {
-    const headers: Record<string, string> = Object.assign({}, stream ? streamHeaders : baseHeaders)
-    headers["anthropic-version"] = call.headers.anthropicVersion ?? options.defaultVersion ?? "2023-06-01"
-    if (call.headers.anthropicBeta !== undefined) headers["anthropic-beta"] = call.headers.anthropicBeta
-    return headers
-  }
+const checkCount = (json: unknown): Upstream.UpstreamError | undefined =>
+  typeof (json as { input_tokens?: unknown } | null)?.input_tokens === "number"
+    ? undefined
+    : new Upstream.UpstreamError({ kind: "transport", message: "upstream answered count_tokens without input_tokens" })
 
-  const createMessage = (call: Upstream.MessagesCall) =>
-    postJson(transport, {
-      url,
-      headers: headersFor(call, false),
-      body: JSON.stringify(Wire.withField(call.body, "stream", false)),
-      stream: false,
-      describeError,
-      check: checkMessage
-    }) as Effect.Effect<Wire.Message, Upstream.UpstreamError>
+/** An Upstream for one Anthropic-protocol provider; its connection pool closes with the scope. */
+export const make = (options: AnthropicOptions): Effect.Effect<Upstream.UpstreamService, never, Scope.Scope> =>
+  Effect.map(scopedTransport(options.timeouts), (transport) => {
+    const url = `${options.baseUrl.replace(/\/+$/, "")}/v1/messages`
+    const baseHeaders: Record<string, string> = {
+      "content-type": "application/json",
+      accept: "application/json",
+      ...options.headers
+    }
+    if (options.apiKey !== undefined) baseHeaders["x-api-key"] = options.apiKey
+    const streamHeaders: Record<string, string> = { ...baseHeaders, accept: "text/event-stream" }
+    // Object.assign, not `{ ...base }` plus new keys: objects built by spread and then given keys are slow on V8 11.
+    const headersFor = (call: Upstream.MessagesCall, stream: boolean): Record<string, string> => {
+      const headers: Record<string, string> = Object.assign({}, stream ? streamHeaders : baseHeaders)
+      headers["anthropic-version"] = call.headers.anthropicVersion ?? options.defaultVersion ?? "2023-06-01"
+      if (call.headers.anthropicBeta !== undefined) headers["anthropic-beta"] = call.headers.anthropicBeta
+      return headers
+    }
 
-  // Events are decoded as each network read arrives, with no Effect per event (see Transport.openEventStream).
-  const streamMessage = (call: Upstream.MessagesCall): Effect.Effect<Upstream.EventPull, never, Scope.Scope> => {
-    let stopped = false
-    return openEventStream(transport, {
-      url,
-      headers: headersFor(call, true),
-      body: JSON.stringify(Wire.withField(call.body, "stream", true)),
-      stream: true,
-      describeError
-    }, {
-      event: (message, out: Array<Wire.StreamEvent>) => {
-        let data: Wire.JsonObject
-        try {
-          data = JSON.parse(message.data) as Wire.JsonObject
-        } catch {
-          throw new Upstream.UpstreamError({ kind: "transport", message: "upstream sent a malformed stream event" })
+    const createMessage = (call: Upstream.MessagesCall) =>
+      postJson(transport, {
+        url,
+        headers: headersFor(call, false),
+        body: JSON.stringify(Wire.withField(call.body, "stream", false)),
+        stream: false,
+        describeError,
+        check: checkMessage
+      }) as Effect.Effect<Wire.Message, Upstream.UpstreamError>
+
+    // Events are decoded as each network read arrives, with no Effect per event (see Transport.openEventStream).
+    const streamMessage = (call: Upstream.MessagesCall): Effect.Effect<Upstream.EventPull, never, Scope.Scope> => {
+      let stopped = false
+      return openEventStream(transport, {
+        url,
+        headers: headersFor(call, true),
+        body: JSON.stringify(Wire.withField(call.body, "stream", true)),
+        stream: true,
+        describeError
+      }, {
+        event: (message, out: Array<Wire.StreamEvent>) => {
+          let data: Wire.JsonObject
+          try {
+            data = JSON.parse(message.data) as Wire.JsonObject
+          } catch {
+            throw new Upstream.UpstreamError({ kind: "transport", message: "upstream sent a malformed stream event" })
+          }
+          if ((message.event ?? data.type) === "error") throw streamError(data)
+          if (data.type === "message_stop") stopped = true
+          // An event passed on as it came is sent as it came (its text kept, not serialised again).
+          if (typeof data.type === "string") out.push(Wire.withRawData(data as Wire.StreamEvent, message.data))
+          else out.push(Object.assign(data, { type: message.event ?? "message" }))
+        },
+        end: () => {
+          if (!stopped) {
+            throw new Upstream.UpstreamError({
+              kind: "transport",
+              message: "upstream stream ended before message_stop"
+            })
+          }
         }
-        if ((message.event ?? data.type) === "error") throw streamError(data)
-        if (data.type === "message_stop") stopped = true
-        // An event passed on as it came is sent as it came (its text kept, not serialised again).
-        if (typeof data.type === "string") out.push(Wire.withRawData(data as Wire.StreamEvent, message.data))
-        else out.push(Object.assign(data, { type: message.event ?? "message" }))
-      },
-      end: () => {
-        if (!stopped) {
-          throw new Upstream.UpstreamError({ kind: "transport", message: "upstream stream ended before message_stop" })
-        }
-      }
-    })
-  }
+      })
+    }
 
-  return { createMessage, streamMessage }
-}
+    const countUrl = `${options.baseUrl.replace(/\/+$/, "")}/v1/messages/count_tokens`
+    const countTokens = (call: Upstream.MessagesCall) =>
+      Effect.map(
+        postJson(transport, {
+          url: countUrl,
+          headers: headersFor(call, false),
+          body: JSON.stringify(call.body),
+          stream: false,
+          describeError,
+          check: checkCount
+        }),
+        (json) => (json as { input_tokens: number }).input_tokens
+      )
+
+    return { createMessage, streamMessage, countTokens, ...AnthropicChat.make({ createMessage, streamMessage }) }
+  })

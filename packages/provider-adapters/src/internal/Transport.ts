@@ -40,7 +40,7 @@ export interface Transport {
   readonly timeouts: Timeouts
 }
 
-/** One connection pool per provider, kept for the life of the process. */
+/** One connection pool per provider; close it with its scope (`scopedTransport`) or `agent.close()`. */
 export const makeTransport = (timeouts: Partial<Timeouts> = {}): Transport => {
   const t = { ...defaultTimeouts, ...timeouts }
   return {
@@ -55,14 +55,53 @@ export const makeTransport = (timeouts: Partial<Timeouts> = {}): Transport => {
   }
 }
 
-const parseRetryAfter = (headers: Record<string, string | Array<string> | undefined>): number | undefined => {
-  const ms = headers["retry-after-ms"]
-  if (typeof ms === "string" && Number.isFinite(Number(ms))) return Number(ms)
-  const s = headers["retry-after"]
-  if (typeof s !== "string") return undefined
+/**
+ * A connection pool that lives as long as the current scope: closing the scope closes its connections (waiting at most
+ * a second for requests still running, then destroying them).
+ */
+export const scopedTransport = (timeouts: Partial<Timeouts> = {}): Effect.Effect<Transport, never, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.sync(() => makeTransport(timeouts)),
+    ({ agent }) =>
+      Effect.promise(() => agent.close()).pipe(
+        Effect.timeoutTo({
+          duration: "1 second",
+          onSuccess: () => Effect.void,
+          onTimeout: () => Effect.promise(() => agent.destroy())
+        }),
+        Effect.flatten
+      )
+  )
+
+export const firstHeader = (value: string | Array<string> | undefined): string | undefined =>
+  Array.isArray(value) ? value[0] : value
+
+/** The wait a rate-limited answer asks for, in ms: `retry-after-ms`, or `retry-after` in seconds or as a date. */
+export const retryAfterOf = (headers: Record<string, string | Array<string> | undefined>): number | undefined => {
+  const ms = firstHeader(headers["retry-after-ms"])
+  if (ms !== undefined && Number.isFinite(Number(ms))) return Number(ms)
+  const s = firstHeader(headers["retry-after"])
+  if (s === undefined) return undefined
   if (Number.isFinite(Number(s))) return Number(s) * 1000
   const date = Date.parse(s)
   return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now())
+}
+
+/** A 400 saying the prompt does not fit the model's context (Anthropic's and OpenAI-compatible providers' texts). */
+const CONTEXT_LENGTH =
+  /context[ _-]?length|context[ _-]?window|prompt is too long|maximum context|exceeds? (?:the )?(?:model's )?context|too many (?:input )?tokens|input length and `?max_tokens`? exceed|tokens \+ `?max_new_tokens`? must be/i
+
+/** A 400 refusing the input by the provider's content policy (OpenAI, Azure OpenAI, Anthropic, OpenRouter). */
+const CONTENT_FILTER =
+  /content[ _-]?(?:filter|policy|management)|safety system|responsibleaipolicyviolation|flagged as potentially|violat\w* (?:our|the) usage polic/i
+
+/**
+ * What kind of 400-class rejection an answer is: the prompt too long for the model, a content-policy refusal
+ * (another model may take either), or a request that is wrong whatever the model.
+ */
+export const rejectionKind = (message: string, errorType: string | undefined): Upstream.UpstreamFailure => {
+  const text = `${errorType ?? ""} ${message}`
+  return CONTEXT_LENGTH.test(text) ? "context_length" : CONTENT_FILTER.test(text) ? "content_filter" : "invalid_request"
 }
 
 /** Classifies an HTTP error answer from its status and (provider-specific) body. */
@@ -84,7 +123,7 @@ export const classifyStatus = (
     ? "auth"
     : status === 404
     ? "not_found"
-    : "invalid_request"
+    : rejectionKind(message, errorType)
   return new Upstream.UpstreamError({ kind, status, message, errorType, retryAfterMs })
 }
 
@@ -119,7 +158,7 @@ export interface HttpCall {
 }
 
 /** An upstream URL split as undici's dispatcher takes it. */
-interface Target {
+export interface Target {
   readonly origin: string
   readonly path: string
 }
@@ -127,7 +166,8 @@ interface Target {
 // Adapters call one or two fixed URLs: each is split once (as undici's `request(url)` would on every call).
 const targets = new Map<string, Target>()
 
-const targetOf = (url: string): Target => {
+/** Splits `url` for undici's dispatcher (cached: adapters call a few fixed URLs); throws on a URL that is not http(s). */
+export const targetOf = (url: string): Target => {
   let target = targets.get(url)
   if (target === undefined) {
     const parsed = new URL(url)
@@ -169,6 +209,25 @@ const textOf = (chunks: ReadonlyArray<Buffer>, length: number): string => {
   return buffer.toString("utf8", start)
 }
 
+/** The request headers that carry the gateway's provider credentials. */
+const CREDENTIAL_HEADERS = ["authorization", "x-api-key", "api-key", "x-goog-api-key"]
+
+/**
+ * An upstream's error message without the credentials the request carried: some providers quote the key they
+ * refused ("Incorrect API key provided: sk-..."), and the message goes on to the client and the logs.
+ */
+export const withoutCredentials = (message: string, headers: Readonly<Record<string, string>>): string => {
+  let out = message
+  for (const name of CREDENTIAL_HEADERS) {
+    const value = headers[name]
+    if (value === undefined) continue
+    const secret = name === "authorization" ? value.replace(/^\s*(?:bearer|basic)\s+/i, "") : value
+    // Short values are not secrets worth hiding, and would blank out ordinary words.
+    if (secret.length >= 8) out = out.split(secret).join("[redacted]")
+  }
+  return out
+}
+
 /** The failure for an HTTP error answer (status 300 and above), from its body text and headers. */
 const errorFromResponse = (
   call: HttpCall,
@@ -185,9 +244,9 @@ const errorFromResponse = (
   const described = call.describeError(parsed, text)
   return classifyStatus(
     status,
-    described.message,
+    withoutCredentials(described.message, call.headers),
     described.type,
-    parseRetryAfter(rawHeaders === undefined ? {} : UndiciUtil.parseHeaders(rawHeaders))
+    retryAfterOf(rawHeaders === undefined ? {} : UndiciUtil.parseHeaders(rawHeaders))
   )
 }
 

@@ -5,7 +5,8 @@
  */
 import type { Wire } from "@model-gateway/core"
 import { Upstream } from "@model-gateway/core"
-import { Either } from "effect"
+import { Either, Predicate } from "effect"
+import { rejectionKind } from "../internal/Transport.js"
 
 type JsonObject = Wire.JsonObject
 type UpstreamError = Upstream.UpstreamError
@@ -24,14 +25,17 @@ export interface ChatRequestOptions {
    * Off by default: strict OpenAI-schema servers reject unknown keys in content parts.
    */
   readonly cacheControl?: boolean | undefined
+  /**
+   * The field that caps the output: `max_tokens` (most OpenAI-compatible servers) or `max_completion_tokens` (OpenAI,
+   * whose reasoning models refuse `max_tokens`). Default `max_tokens`.
+   */
+  readonly maxTokensField?: "max_tokens" | "max_completion_tokens" | undefined
 }
 
 // ---------------------------------------------------------------------------------------------------
 // small helpers
 
-const isObject = (u: unknown): u is JsonObject => typeof u === "object" && u !== null && !Array.isArray(u)
-
-const asObject = (u: unknown): JsonObject | undefined => (isObject(u) ? u : undefined)
+const asObject = (u: unknown): JsonObject | undefined => (Predicate.isRecord(u) ? u : undefined)
 
 const asString = (u: unknown): string | undefined => (typeof u === "string" ? u : undefined)
 
@@ -291,11 +295,15 @@ export const toChatRequest = (
       const message = asObject(item) ?? fail("invalid_request", "message must be an object")
       if (message.role === "user") messages.push(...userMessages(message.content, options))
       else if (message.role === "assistant") messages.push(assistantMessage(message.content))
-      else fail("invalid_request", `unknown message role ${String(message.role)}`)
+      else if (message.role === "system") {
+        // Claude Code puts system messages among the others; chat completions take them anywhere.
+        const inline = systemMessage(message.content, options)
+        if (inline) messages.push(inline)
+      } else fail("invalid_request", `unknown message role ${String(message.role)}`)
     }
 
     const out: JsonObject = { model: options.upstreamModel, messages }
-    if (body.max_tokens !== undefined) out.max_tokens = body.max_tokens
+    if (body.max_tokens !== undefined) out[options.maxTokensField ?? "max_tokens"] = body.max_tokens
     if (body.temperature !== undefined) out.temperature = body.temperature
     if (body.top_p !== undefined) out.top_p = body.top_p
     if (body.top_k !== undefined) out.top_k = body.top_k
@@ -400,8 +408,11 @@ export const classifyErrorBody = (status: number, body: unknown, retryAfterMs?: 
   const message = asString(error?.message) ?? asString(asObject(body)?.message) ??
     (typeof body === "string" && body !== "" ? body.slice(0, 500) : `upstream answered with status ${status}`)
   const overloaded = errorType === "overloaded_error" || errorType === "overloaded" || /overloaded/i.test(message)
+  const kind = kindFromStatus(status, overloaded)
   return new Upstream.UpstreamError({
-    kind: kindFromStatus(status, overloaded),
+    kind: kind === "invalid_request"
+      ? rejectionKind(message, `${errorType ?? ""} ${asString(error?.code) ?? ""}`)
+      : kind,
     message,
     status,
     errorType,
@@ -409,8 +420,8 @@ export const classifyErrorBody = (status: number, body: unknown, retryAfterMs?: 
   })
 }
 
-/** An error reported inside a 200 body or a stream chunk (OpenRouter, vLLM): status from its code or type. */
-const classifyInBandError = (error: unknown): UpstreamError => {
+/** An error an OpenAI-compatible server sent inside a stream (`{"error": {...}}`), classified like an HTTP error. */
+export const classifyInBandError = (error: unknown): UpstreamError => {
   const object = asObject(error)
   const code = asNumber(object?.code)
   const type = asString(object?.type) ?? asString(object?.code)
@@ -463,12 +474,12 @@ const reasoningOf = (o: JsonObject): string | undefined => asString(o.reasoning_
  * kept verbatim as `{"_raw": "..."}` so the client sees what the model produced instead of losing it.
  */
 const parseArguments = (raw: unknown): JsonObject => {
-  if (isObject(raw)) return raw
+  if (Predicate.isRecord(raw)) return raw
   const text = asString(raw) ?? ""
   if (text.trim() === "") return {}
   try {
     const parsed: unknown = JSON.parse(text)
-    return isObject(parsed) ? parsed : { _raw: text }
+    return Predicate.isRecord(parsed) ? parsed : { _raw: text }
   } catch {
     return { _raw: text }
   }
@@ -725,7 +736,7 @@ export const makeStreamTranslator = (model: string, messageId?: string): StreamT
       if (ended) return []
       if (chunk.error !== undefined && chunk.error !== null) throw classifyInBandError(chunk.error)
       upstreamId ??= asString(chunk.id)
-      if (isObject(chunk.usage)) usage = chunk.usage
+      if (Predicate.isRecord(chunk.usage)) usage = chunk.usage
       const events: Array<Wire.StreamEvent> = []
       const choices = asArray(chunk.choices) ?? []
       const choice = asObject(choices.find((c) => asNumber(asObject(c)?.index) === 0) ?? choices[0])

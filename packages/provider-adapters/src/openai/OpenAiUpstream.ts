@@ -8,7 +8,8 @@ import { Upstream } from "@model-gateway/core"
 import type { Scope } from "effect"
 import { Effect, Either } from "effect"
 import type { Timeouts } from "../internal/Transport.js"
-import { makeTransport, openEventStream, postJson } from "../internal/Transport.js"
+import { openEventStream, postJson, scopedTransport } from "../internal/Transport.js"
+import * as OpenAiPassThrough from "./OpenAiPassThrough.js"
 import * as OpenAiTranslate from "./OpenAiTranslate.js"
 
 export interface OpenAiOptions {
@@ -17,6 +18,20 @@ export interface OpenAiOptions {
   readonly apiKey?: string | undefined
   readonly headers?: Readonly<Record<string, string>> | undefined
   readonly timeouts?: Partial<Timeouts> | undefined
+  /**
+   * The output-cap field of this provider's endpoints unless an endpoint says otherwise: `max_completion_tokens` for
+   * api.openai.com (its reasoning models refuse `max_tokens`), `max_tokens` elsewhere (vLLM, Ollama, llama.cpp, ...).
+   */
+  readonly maxTokensField?: "max_tokens" | "max_completion_tokens" | undefined
+}
+
+/** The output-cap field a provider takes by default. */
+export const defaultMaxTokensField = (baseUrl: string): "max_tokens" | "max_completion_tokens" => {
+  try {
+    return new URL(baseUrl).hostname === "api.openai.com" ? "max_completion_tokens" : "max_tokens"
+  } catch {
+    return "max_tokens"
+  }
 }
 
 const describeError = (body: unknown, text: string) => {
@@ -36,71 +51,80 @@ const append = (
   for (const event of result.right) out.push(event)
 }
 
-/** An Upstream for one OpenAI-compatible provider. */
-export const make = (options: OpenAiOptions): Upstream.UpstreamService => {
-  const transport = makeTransport(options.timeouts)
-  const url = `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`
-  const headers: Record<string, string> = {
-    "content-type": "application/json",
-    accept: "application/json",
-    ...options.headers
-  }
-  if (options.apiKey !== undefined) headers.authorization = `Bearer ${options.apiKey}`
-  const streamHeaders = { ...headers, accept: "text/event-stream" }
+/** An Upstream for one OpenAI-compatible provider; its connection pool closes with the scope. */
+export const make = (options: OpenAiOptions): Effect.Effect<Upstream.UpstreamService, never, Scope.Scope> =>
+  Effect.map(scopedTransport(options.timeouts), (transport) => {
+    const url = `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`
+    const headers: Record<string, string> = {
+      "content-type": "application/json",
+      accept: "application/json",
+      ...options.headers
+    }
+    if (options.apiKey !== undefined) headers.authorization = `Bearer ${options.apiKey}`
+    const streamHeaders = { ...headers, accept: "text/event-stream" }
 
-  const translate = (call: Upstream.MessagesCall, stream: boolean) =>
-    OpenAiTranslate.toChatRequest(call.body, {
-      upstreamModel: call.endpoint.upstreamModel,
-      stream,
-      supportsDocuments: call.endpoint.inputModalities?.includes("file") ?? false,
-      supportsReasoning: call.endpoint.supportedParameters?.some((p) =>
-        p === "reasoning" || p === "include_reasoning"
-      ) ??
-        false
-    })
-
-  const createMessage = (call: Upstream.MessagesCall) =>
-    Effect.flatMap(
-      translate(call, false),
-      (body) =>
-        postJson(transport, { url, headers, body: JSON.stringify(body), stream: false, describeError }).pipe(
-          Effect.flatMap((json) =>
-            OpenAiTranslate.fromChatCompletion(json as Wire.JsonObject, call.endpoint.upstreamModel)
-          )
-        )
-    )
-
-  // Chunks are translated as each network read arrives, with no Effect per chunk (see Transport.openEventStream).
-  const streamMessage = (
-    call: Upstream.MessagesCall
-  ): Effect.Effect<Upstream.EventPull, Upstream.UpstreamError, Scope.Scope> =>
-    Effect.flatMap(translate(call, true), (body) => {
-      const translator = OpenAiTranslate.makeStreamTranslator(call.endpoint.upstreamModel)
-      const malformed = new Upstream.UpstreamError({ kind: "transport", message: "upstream sent a malformed chunk" })
-      return openEventStream(transport, {
-        url,
-        headers: streamHeaders,
-        body: JSON.stringify(body),
-        stream: true,
-        describeError
-      }, {
-        event: (message, out: Array<Wire.StreamEvent>) => {
-          // `[DONE]` ends the stream: nothing after it is read.
-          if (message.data === "[DONE]") {
-            append(translator.end(), out)
-            return true
-          }
-          let chunk: Wire.JsonObject
-          try {
-            chunk = JSON.parse(message.data) as Wire.JsonObject
-          } catch {
-            throw malformed
-          }
-          append(translator.push(chunk), out)
-        },
-        end: (out) => append(translator.end(), out)
+    const maxTokensField = options.maxTokensField ?? defaultMaxTokensField(options.baseUrl)
+    const translate = (call: Upstream.MessagesCall, stream: boolean) =>
+      OpenAiTranslate.toChatRequest(call.body, {
+        upstreamModel: call.endpoint.upstreamModel,
+        stream,
+        maxTokensField: call.endpoint.maxTokensField ?? maxTokensField,
+        supportsDocuments: call.endpoint.inputModalities?.includes("file") ?? false,
+        supportsReasoning: call.endpoint.supportedParameters?.some((p) =>
+          p === "reasoning" || p === "include_reasoning"
+        ) ??
+          false
       })
+
+    const createMessage = (call: Upstream.MessagesCall) =>
+      Effect.flatMap(
+        translate(call, false),
+        (body) =>
+          postJson(transport, { url, headers, body: JSON.stringify(body), stream: false, describeError }).pipe(
+            Effect.flatMap((json) =>
+              OpenAiTranslate.fromChatCompletion(json as Wire.JsonObject, call.endpoint.upstreamModel)
+            )
+          )
+      )
+
+    // Chunks are translated as each network read arrives, with no Effect per chunk (see Transport.openEventStream).
+    const streamMessage = (
+      call: Upstream.MessagesCall
+    ): Effect.Effect<Upstream.EventPull, Upstream.UpstreamError, Scope.Scope> =>
+      Effect.flatMap(translate(call, true), (body) => {
+        const translator = OpenAiTranslate.makeStreamTranslator(call.endpoint.upstreamModel)
+        const malformed = new Upstream.UpstreamError({ kind: "transport", message: "upstream sent a malformed chunk" })
+        return openEventStream(transport, {
+          url,
+          headers: streamHeaders,
+          body: JSON.stringify(body),
+          stream: true,
+          describeError
+        }, {
+          event: (message, out: Array<Wire.StreamEvent>) => {
+            // `[DONE]` ends the stream: nothing after it is read.
+            if (message.data === "[DONE]") {
+              append(translator.end(), out)
+              return true
+            }
+            let chunk: Wire.JsonObject
+            try {
+              chunk = JSON.parse(message.data) as Wire.JsonObject
+            } catch {
+              throw malformed
+            }
+            append(translator.push(chunk), out)
+          },
+          end: (out) => append(translator.end(), out)
+        })
+      })
+
+    const passThrough = OpenAiPassThrough.make(transport, {
+      baseUrl: options.baseUrl,
+      headers,
+      streamHeaders,
+      maxTokensField
     })
 
-  return { createMessage, streamMessage }
-}
+    return { createMessage, streamMessage, ...passThrough }
+  })

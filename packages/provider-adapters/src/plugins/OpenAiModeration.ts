@@ -8,7 +8,7 @@
 import { Moderation } from "@model-gateway/core"
 import { Effect, Layer } from "effect"
 import type { Timeouts } from "../internal/Transport.js"
-import { makeTransport, postJson } from "../internal/Transport.js"
+import { makeTransport, postJson, scopedTransport, type Transport } from "../internal/Transport.js"
 
 export interface OpenAiModerationOptions {
   /** Base URL including the version prefix, e.g. `https://api.openai.com/v1`. */
@@ -60,9 +60,13 @@ export const readResults = (
   return { flagged, categories }
 }
 
-/** A Moderation service for one OpenAI-compatible moderation endpoint. */
-export const make = (options: OpenAiModerationOptions): Moderation.ModerationService => {
-  const transport = makeTransport({ connectMs: 5_000, requestMs: 10_000, ...options.timeouts })
+const timeoutsOf = (options: OpenAiModerationOptions) => ({ connectMs: 5_000, requestMs: 10_000, ...options.timeouts })
+
+/** A Moderation service for one OpenAI-compatible moderation endpoint (over its own pool unless given one). */
+export const make = (
+  options: OpenAiModerationOptions,
+  transport: Transport = makeTransport(timeoutsOf(options))
+): Moderation.ModerationService => {
   const url = `${options.baseUrl.replace(/\/+$/, "")}/moderations`
   const headers: Record<string, string> = {
     "content-type": "application/json",
@@ -110,6 +114,6 @@ export const make = (options: OpenAiModerationOptions): Moderation.ModerationSer
   }
 }
 
-/** The Moderation port backed by an OpenAI-compatible moderation API. */
+/** The Moderation port backed by an OpenAI-compatible moderation API; its pool closes with the layer. */
 export const layer = (options: OpenAiModerationOptions): Layer.Layer<Moderation.Moderation> =>
-  Layer.sync(Moderation.Moderation, () => make(options))
+  Layer.scoped(Moderation.Moderation, Effect.map(scopedTransport(timeoutsOf(options)), (t) => make(options, t)))

@@ -115,6 +115,11 @@ const defaultReply = (body: any): Reply => {
 const protocol = (acceptBearer: boolean): Protocol => ({
   basePath: "",
   route: (method, path) => method === "POST" && path === "/v1/messages",
+  extra: {
+    "POST /v1/messages/count_tokens": (body) => ({
+      input_tokens: estimateTokens({ system: body?.system, messages: body?.messages, tools: body?.tools })
+    })
+  },
   requestId: (ids) => `req_fake_${ids.next("request")}`,
   responseHeaders: (requestId) => ({ "request-id": requestId }),
   authorize: (req, apiKey, requestId) => {
@@ -194,7 +199,8 @@ const protocol = (acceptBearer: boolean): Protocol => ({
 })
 
 /**
- * Starts a fake Anthropic Messages API (`POST /v1/messages`, JSON and SSE) on 127.0.0.1. Its `url` is the
+ * Starts a fake Anthropic Messages API (`POST /v1/messages`, JSON and SSE, and `POST /v1/messages/count_tokens`) on
+ * 127.0.0.1. Its `url` is the
  * base URL the Anthropic SDK takes (no `/v1`).
  */
 export const startFakeAnthropic = (options: FakeAnthropicOptions = {}): Promise<FakeUpstream> =>

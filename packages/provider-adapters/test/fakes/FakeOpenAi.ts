@@ -1,3 +1,4 @@
+import { chunked, mp3Of, pcmBytes, tone } from "./FakeAudio.js"
 import {
   type ErrorAnswer,
   estimateTokens,
@@ -58,8 +59,20 @@ const usageOf = (body: any, reply: Reply) => {
   }
 }
 
+/** A Responses API body's input as chat messages: what the replies are made from. */
+const messagesOf = (body: any): Array<any> => {
+  if (Array.isArray(body.messages)) return body.messages
+  const input = typeof body.input === "string" ? [{ role: "user", content: body.input }] : body.input ?? []
+  return input.map((item: any) => ({
+    role: item.role ?? "user",
+    content: Array.isArray(item.content)
+      ? item.content.map((part: any) => part.type === "input_text" ? { type: "text", text: part.text } : part)
+      : item.content
+  }))
+}
+
 const defaultReply = (body: any): Reply => {
-  const messages: Array<any> = body.messages
+  const messages: Array<any> = messagesOf(body)
   if (messages.at(-1)?.role === "tool") {
     const results: Array<string> = []
     for (let i = messages.length - 1; i >= 0 && messages[i]?.role === "tool"; i--) {
@@ -87,9 +100,97 @@ const callsOf = (reply: Reply, ids: { readonly next: (name: string) => number })
     arguments: JSON.stringify(call.input ?? {})
   }))
 
+const responseUsage = (body: any, reply: Reply) => {
+  const cached = reply.usage?.cacheRead ?? 0
+  const input = (reply.usage?.input ?? estimateTokens({ messages: messagesOf(body) })) + cached
+  const output = outputTokens(reply)
+  return {
+    input_tokens: input,
+    input_tokens_details: { cached_tokens: cached },
+    output_tokens: output,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: input + output
+  }
+}
+
+/** A Responses API object: one assistant message with the reply's text. */
+const responseOf = (body: any, reply: Reply, ids: { readonly next: (name: string) => number }, status: string) => {
+  const n = ids.next("response")
+  return {
+    id: `resp_fake${n}`,
+    object: "response",
+    created_at: Math.floor(Date.now() / 1000),
+    status,
+    model: body.model,
+    output: status === "completed"
+      ? [{
+        type: "message",
+        id: `msg_fake${n}`,
+        status: "completed",
+        role: "assistant",
+        content: [{ type: "output_text", text: reply.text ?? "", annotations: [] }]
+      }]
+      : [],
+    usage: status === "completed" ? responseUsage(body, reply) : null
+  }
+}
+
+/** The named events of a streamed Responses API answer. */
+const responseEvents = (body: any, reply: Reply, ids: { readonly next: (name: string) => number }) => {
+  const started = responseOf(body, reply, ids, "in_progress")
+  const done = {
+    ...started,
+    status: "completed",
+    output: responseOf(body, reply, ids, "completed").output,
+    usage: responseUsage(body, reply)
+  }
+  let sequence = 0
+  const event = (type: string, data: Record<string, unknown>) =>
+    `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence++, ...data })}\n\n`
+  const item = { type: "message", id: "msg_fake", status: "in_progress", role: "assistant", content: [] }
+  return [
+    event("response.created", { response: started }),
+    event("response.in_progress", { response: started }),
+    event("response.output_item.added", { output_index: 0, item }),
+    ...splitWords(reply.text ?? "").map((delta) =>
+      event("response.output_text.delta", { item_id: "msg_fake", output_index: 0, content_index: 0, delta })
+    ),
+    event("response.output_text.done", { item_id: "msg_fake", output_index: 0, content_index: 0, text: reply.text }),
+    event("response.completed", { response: done })
+  ]
+}
+
+/** Seconds of fake speech per input character (at speed 1). */
+export const FAKE_SECONDS_PER_CHAR = 0.06
+
+/** The fake's speech: a tone as long as the input would take to say, in 8 chunks; pcm at 24 kHz, as OpenAI's. */
+const speechAnswer = (body: any) => {
+  const seconds = Math.max(0.2, (body.input.length * FAKE_SECONDS_PER_CHAR) / (body.speed ?? 1))
+  const samples = tone(seconds, 24000)
+  return body.response_format === "pcm"
+    ? { contentType: "audio/pcm", chunks: chunked(pcmBytes(samples), 8) }
+    : { contentType: "audio/mpeg", chunks: chunked(mp3Of(samples, 24000), 8) }
+}
+
 const protocol: Protocol = {
   basePath: "/v1",
-  route: (method, path) => method === "POST" && path === "/v1/chat/completions",
+  route: (method, path) => method === "POST" && (path === "/v1/chat/completions" || path === "/v1/responses"),
+  extra: {
+    "POST /v1/embeddings": (body) => {
+      const inputs: Array<unknown> = Array.isArray(body?.input) ? body.input : [body?.input]
+      const tokens = inputs.reduce<number>((n, input) => n + estimateTokens({ messages: [{ content: input }] }), 0)
+      return {
+        object: "list",
+        data: inputs.map((input, index) => ({
+          object: "embedding",
+          index,
+          embedding: [String(input).length / 100, 0.5, -0.25]
+        })),
+        model: body?.model,
+        usage: { prompt_tokens: tokens, total_tokens: tokens }
+      }
+    }
+  },
   requestId: (ids) => `req_fake_${ids.next("request")}`,
   responseHeaders: (requestId) => ({ "x-request-id": requestId, "openai-processing-ms": "1" }),
   authorize: (req, apiKey) => {
@@ -105,16 +206,20 @@ const protocol: Protocol = {
     if (apiKey !== undefined && header.slice(7) !== apiKey) return errorAnswer(401)
     return undefined
   },
-  validate: (body) => {
+  validate: (body, _requestId, path) => {
     if (typeof body !== "object" || body === null) return errorAnswer(400, "We could not parse the JSON body.")
     if (typeof body.model !== "string") return errorAnswer(400, "you must provide a model parameter")
+    if (path === "/v1/responses") {
+      return body.input === undefined ? errorAnswer(400, "Missing required parameter: 'input'.") : undefined
+    }
     if (!Array.isArray(body.messages)) return errorAnswer(400, "Missing required parameter: 'messages'.")
     return undefined
   },
   notFound: (req) => errorAnswer(404, `Invalid URL (${req.method} ${req.path})`, null),
   errorFor: (status) => errorAnswer(status),
   defaultReply,
-  json: (body, reply, ids) => {
+  json: (body, reply, ids, path) => {
+    if (path === "/v1/responses") return responseOf(body, reply, ids, "completed")
     const calls = callsOf(reply, ids)
     return {
       id: `chatcmpl-fake${ids.next("completion")}`,
@@ -146,7 +251,8 @@ const protocol: Protocol = {
       system_fingerprint: "fp_fake"
     }
   },
-  events: (body, reply, ids) => {
+  events: (body, reply, ids, path) => {
+    if (path === "/v1/responses") return responseEvents(body, reply, ids)
     const includeUsage = body.stream_options?.include_usage === true
     const base = {
       id: `chatcmpl-fake${ids.next("completion")}`,
@@ -179,13 +285,31 @@ const protocol: Protocol = {
     events.push("data: [DONE]\n\n")
     return events
   },
+  audio: {
+    path: "/v1/audio/speech",
+    validate: (body) => {
+      if (typeof body !== "object" || body === null) return errorAnswer(400, "We could not parse the JSON body.")
+      for (const key of ["model", "input", "voice"]) {
+        if (typeof body[key] !== "string") return errorAnswer(400, `Missing required parameter: '${key}'.`)
+      }
+      if (
+        body.response_format !== undefined &&
+        !["mp3", "pcm", "wav", "opus", "aac", "flac"].includes(body.response_format)
+      ) {
+        return errorAnswer(400, `Invalid value: '${body.response_format}'.`)
+      }
+      return undefined
+    },
+    answer: (body) => speechAnswer(body)
+  },
   malformedEvent: "data: {\"id\":\"chatcmpl-fake\",\"choices\":[{oops\n\n",
   errorEvent: (status) => `data: ${JSON.stringify({ error: errorDetail(status) })}\n\n`,
   defaultErrorEventStatus: 500
 }
 
 /**
- * Starts a fake OpenAI chat completions API (`POST /v1/chat/completions`, JSON and SSE) on 127.0.0.1. Its `url`
- * ends in `/v1`, as the OpenAI SDK's `baseURL` does.
+ * Starts a fake OpenAI API on 127.0.0.1: chat completions and the Responses API (`POST /v1/chat/completions`,
+ * `/v1/responses`, JSON and SSE) and embeddings (`POST /v1/embeddings`). Its `url` ends in `/v1`, as the OpenAI SDK's
+ * `baseURL` does.
  */
 export const startFakeOpenAi = (options: FakeOpenAiOptions = {}): Promise<FakeUpstream> => startFake(protocol, options)

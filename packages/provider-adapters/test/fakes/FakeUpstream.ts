@@ -69,6 +69,8 @@ export interface FakeUpstream {
   /** Requests whose client disconnected before the response was complete. */
   readonly aborted: () => number
   readonly inFlight: () => number
+  /** Connections open now (keep-alive ones included). */
+  readonly connections: () => number
   /** Queues behaviours, consumed one per model request; when empty, the default applies. */
   script(...behaviours: Array<Behaviour>): void
   setDefault(b: Behaviour): void
@@ -101,21 +103,43 @@ export interface ErrorAnswer {
 export interface Protocol {
   readonly basePath: string
   readonly route: (method: string, path: string) => boolean
+  /**
+   * Other routes, by `"METHOD /path"`: each answers JSON (its body given the request's), after the same behaviour
+   * (faults), credential check and latency as the main route.
+   */
+  readonly extra?: Readonly<Record<string, (body: any, ids: Ids) => unknown>> | undefined
+  /**
+   * A route answering binary audio (`POST path`), after the same behaviour, credential check and latency as the main
+   * route: the answer's chunks are written one by one (`chunkDelayMs` apart); `afterEvents` of the faulty kinds counts
+   * chunks (`cut` drops the connection, `stall` stops writing); `malformed` answers a JSON body with a 200.
+   */
+  readonly audio?: {
+    readonly path: string
+    readonly validate: (body: any) => ErrorAnswer | undefined
+    readonly answer: (body: any) => AudioAnswer
+  } | undefined
   readonly requestId: (ids: Ids) => string
   readonly responseHeaders: (requestId: string) => Record<string, string>
   /** An error answer for unauthenticated requests, or undefined when the credential is fine. */
   readonly authorize: (req: RecordedRequest, apiKey: string | undefined, requestId: string) => ErrorAnswer | undefined
   /** An error answer when the body is not acceptable, or undefined. */
-  readonly validate: (body: any, requestId: string) => ErrorAnswer | undefined
+  readonly validate: (body: any, requestId: string, path: string) => ErrorAnswer | undefined
   readonly notFound: (req: RecordedRequest, requestId: string) => ErrorAnswer
   /** The provider's default error body (and headers) for a status. */
   readonly errorFor: (status: number, requestId: string) => ErrorAnswer
   readonly defaultReply: (body: any) => Reply
-  readonly json: (body: any, reply: Reply, ids: Ids) => unknown
-  readonly events: (body: any, reply: Reply, ids: Ids) => Array<string>
+  /** The JSON answer of a main route (`path` tells which, when a protocol has several). */
+  readonly json: (body: any, reply: Reply, ids: Ids, path: string) => unknown
+  readonly events: (body: any, reply: Reply, ids: Ids, path: string) => Array<string>
   readonly malformedEvent: string
   readonly errorEvent: (status: number, requestId: string) => string
   readonly defaultErrorEventStatus: number
+}
+
+/** A binary answer: its content type and its chunks. */
+export interface AudioAnswer {
+  readonly contentType: string
+  readonly chunks: ReadonlyArray<Uint8Array>
 }
 
 interface Exchange {
@@ -265,6 +289,36 @@ export const startFake = async (protocol: Protocol, options: FakeUpstreamOptions
     }
   }
 
+  const audioStream = async (
+    ex: Exchange,
+    res: Http.ServerResponse,
+    behaviour: Behaviour,
+    answer: AudioAnswer,
+    base: Record<string, string>
+  ) => {
+    if (behaviour.kind === "malformed") {
+      return sendJson(res, { status: 200, body: { error: { message: "not audio" } } }, base)
+    }
+    res.writeHead(200, { ...base, "content-type": answer.contentType, "transfer-encoding": "chunked" })
+    res.flushHeaders()
+    const chunkDelayMs = "chunkDelayMs" in behaviour ? behaviour.chunkDelayMs ?? 0 : 0
+    const faultAt = "afterEvents" in behaviour ? behaviour.afterEvents : -1
+    for (let i = 0; i < answer.chunks.length; i++) {
+      if (ex.gone) return
+      if (i === faultAt) {
+        if (behaviour.kind === "stall") return
+        return kill(ex, res)
+      }
+      await new Promise<void>((resolve) => (ex.gone ? resolve() : res.write(answer.chunks[i], () => resolve())))
+      if (chunkDelayMs > 0 && i < answer.chunks.length - 1) await wait(ex, chunkDelayMs)
+    }
+    if (faultAt >= answer.chunks.length) {
+      if (behaviour.kind === "stall") return
+      return kill(ex, res)
+    }
+    if (!ex.gone) res.end()
+  }
+
   const handle = async (req: Http.IncomingMessage, res: Http.ServerResponse, ex: Exchange) => {
     const raw = await readBody(req)
     const parsed = parseBody(raw)
@@ -278,7 +332,9 @@ export const startFake = async (protocol: Protocol, options: FakeUpstreamOptions
     requests.push(recorded)
     const requestId = protocol.requestId(ids)
     const base = protocol.responseHeaders(requestId)
-    if (!protocol.route(recorded.method, recorded.path)) {
+    const extra = protocol.extra?.[`${recorded.method} ${recorded.path}`]
+    const audio = recorded.method === "POST" && protocol.audio?.path === recorded.path ? protocol.audio : undefined
+    if (extra === undefined && audio === undefined && !protocol.route(recorded.method, recorded.path)) {
       return sendJson(res, protocol.notFound(recorded, requestId), base)
     }
 
@@ -299,7 +355,21 @@ export const startFake = async (protocol: Protocol, options: FakeUpstreamOptions
     }
     const denied = protocol.authorize(recorded, options.apiKey, requestId)
     if (denied) return sendJson(res, denied, base)
-    const invalid = parsed.ok ? protocol.validate(parsed.value, requestId) : protocol.errorFor(400, requestId)
+    if (audio !== undefined) {
+      const invalid = parsed.ok ? audio.validate(parsed.value) : protocol.errorFor(400, requestId)
+      if (invalid) return sendJson(res, invalid, base)
+      if (behaviour.kind === "ok" && behaviour.latencyMs) await wait(ex, behaviour.latencyMs)
+      if (ex.gone) return
+      return audioStream(ex, res, behaviour, audio.answer(parsed.value), base)
+    }
+    if (extra !== undefined) {
+      if (behaviour.kind === "ok" && behaviour.latencyMs) await wait(ex, behaviour.latencyMs)
+      if (ex.gone) return
+      return single(ex, res, behaviour, extra(parsed.value, ids), base, requestId)
+    }
+    const invalid = parsed.ok
+      ? protocol.validate(parsed.value, requestId, recorded.path)
+      : protocol.errorFor(400, requestId)
     if (invalid) return sendJson(res, invalid, base)
 
     const body = parsed.value
@@ -307,9 +377,9 @@ export const startFake = async (protocol: Protocol, options: FakeUpstreamOptions
     if (behaviour.kind === "ok" && behaviour.latencyMs) await wait(ex, behaviour.latencyMs)
     if (ex.gone) return
     if (body.stream === true) {
-      return stream(ex, res, behaviour, protocol.events(body, reply, ids), base, requestId)
+      return stream(ex, res, behaviour, protocol.events(body, reply, ids, recorded.path), base, requestId)
     }
-    return single(ex, res, behaviour, protocol.json(body, reply, ids), base, requestId)
+    return single(ex, res, behaviour, protocol.json(body, reply, ids, recorded.path), base, requestId)
   }
 
   const server = Http.createServer((req, res) => {
@@ -344,6 +414,7 @@ export const startFake = async (protocol: Protocol, options: FakeUpstreamOptions
     requests,
     aborted: () => aborted,
     inFlight: () => inFlight,
+    connections: () => sockets.size,
     script: (...behaviours) => {
       queue.push(...behaviours)
     },

@@ -1,0 +1,1 @@
+export * as TerminalClient from "./TerminalClient.js"

@@ -1,0 +1,37 @@
+/**
+ * What an execution answers: one JSON body, or SSE frames read as pulls (and, for bindings that take one, as a
+ * `Stream`).
+ */
+import type { Chunk, Scope } from "effect"
+import { Channel, Effect, Stream } from "effect"
+import type { JsonObject } from "../messages/Wire.js"
+
+/**
+ * SSE frames being written: each pull gives the next frames (those of one upstream read, say; maybe none), or
+ * `undefined` at the end, after which it is not pulled again. It never fails: a failure after content is an in-band
+ * error frame.
+ */
+export type FramePull = Effect.Effect<Chunk.Chunk<string> | undefined>
+
+export type Outcome =
+  | { readonly _tag: "Json"; readonly body: JsonObject }
+  | {
+    readonly _tag: "Stream"
+    /**
+     * Opens the frames in the caller's scope. Closing the scope releases the upstream request (aborting it if it is
+     * still running) and records the usage. The fastest way to write them: a loop of pulls.
+     */
+    readonly open: Effect.Effect<FramePull, never, Scope.Scope>
+    /** The same frames as a `Stream`, for bindings that take one. Use `open` or `frames`, once. */
+    readonly frames: Stream.Stream<string>
+  }
+
+/** The frames of `open` as a `Stream`: a channel that loops over the pulls. */
+export const framesOf = (open: Effect.Effect<FramePull, never, Scope.Scope>): Stream.Stream<string> =>
+  Stream.unwrapScoped(Effect.map(open, (pull) => {
+    const loop: Channel.Channel<Chunk.Chunk<string>> = Channel.flatMap(
+      Channel.fromEffect(pull),
+      (frames) => frames === undefined ? Channel.void : Channel.zipRight(Channel.write(frames), loop)
+    )
+    return Stream.fromChannel(loop)
+  }))

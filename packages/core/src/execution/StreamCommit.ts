@@ -1,0 +1,218 @@
+/**
+ * Streamed answers: attempts are opened in order until one has content, its lifecycle events held back until then
+ * so that a failure before content can still fall back. Once committed, events are decorated as they come, and a
+ * failure, or an end without the dialect's end event, becomes an in-band error frame: never a silent truncation.
+ * The same for every API: its dialect says what content, an end and an error frame are.
+ */
+import { Chunk, Effect, Either, ExecutionStrategy, Exit, Scope } from "effect"
+import * as GatewayError from "../errors/GatewayError.js"
+import type { Attempt } from "../routing/RoutePlanner.js"
+import { nextAttempt, toGatewayError, UpstreamError } from "../upstream/Upstream.js"
+import { failureStep, outcomeOf, recordAttempt, recordFailedAttempt, successStep } from "./Attempts.js"
+import * as Charging from "./Charging.js"
+import type { FrameContext, Pull, StreamState } from "./Dialect.js"
+import type { Execution, ExecutionResult, ExecutorPorts, Planned } from "./Execution.js"
+import { type FramePull, framesOf, type Outcome } from "./Outcome.js"
+
+/** The attempt that produced content first, with the events it gave until then. */
+interface Committed<E> {
+  readonly _tag: "Committed"
+  readonly attempt: Attempt
+  /** Attempts that failed before this one. */
+  readonly index: number
+  readonly attemptStart: number
+  readonly held: ReadonlyArray<E>
+  /** The attempt's next events; not to be pulled when `done` (its end event is held already). */
+  readonly pull: Pull<E>
+  readonly done: boolean
+  readonly firstContentAt: number
+}
+
+type Commitment<E> = Committed<E> | {
+  readonly _tag: "Failed"
+  readonly error: GatewayError.GatewayError
+  readonly tried: number
+}
+
+/**
+ * The streamed answer of a planned request. The scope made here lives as long as the returned stream: it owns the
+ * committed upstream request, and closing it writes the records.
+ */
+export const stream = <A, E>(
+  ports: ExecutorPorts,
+  planned: Planned<A, E>
+): Effect.Effect<ExecutionResult<A>, GatewayError.GatewayError> =>
+  Effect.gen(function*() {
+    const { affinityKey, run } = planned
+    const scope = yield* Scope.make()
+    const committed = yield* Effect.onExit(
+      commit(ports, planned, scope),
+      (exit) => (Exit.isSuccess(exit) ? Effect.void : Scope.close(scope, exit))
+    )
+    if (committed._tag === "Failed") {
+      yield* Scope.close(scope, Exit.void)
+      return yield* Charging.failed(ports.usageLog, run, committed.error, committed.tried)
+    }
+    if (affinityKey !== undefined) {
+      yield* ports.affinity.set(affinityKey, committed.attempt.endpoint.id)
+    }
+    const state: StreamState = { usage: {}, sawEnd: false, errorType: null, failure: undefined }
+    run.steps.push(successStep(committed.attempt, committed.index))
+    yield* Scope.addFinalizer(scope, Effect.suspend(() => recordCommitted(ports, planned, committed, state)))
+    const open = Effect.as(
+      Effect.addFinalizer(() => Scope.close(scope, Exit.void)),
+      framePull(planned, committed, state)
+    )
+    const outcome: Outcome = { _tag: "Stream", open, frames: framesOf(open) }
+    return { outcome, answer: undefined, charge: undefined }
+  })
+
+/**
+ * Opens attempts in order until one produces content. Events before the first content are held; a retryable
+ * failure before content moves on to the next attempt, closing the failed one.
+ */
+const commit = <A, E>(ports: ExecutorPorts, planned: Planned<A, E>, scope: Scope.CloseableScope) =>
+  Effect.gen(function*() {
+    const { attempts, dialect, run } = planned
+    const { isContent, isEnd } = dialect.frames
+    const clock = run.clock
+    let last: UpstreamError | undefined
+    let tried = 0
+    for (let i = 0; i >= 0; i = nextAttempt(attempts, i, last!)) {
+      const attempt = attempts[i]
+      const attemptStart = clock.unsafeCurrentTimeMillis()
+      const child = yield* Scope.fork(scope, ExecutionStrategy.sequential)
+      const opened = yield* Effect.either(Scope.extend(dialect.open(attempt), child))
+      // An attempt that could not be opened failed as one whose first pull failed.
+      const pull: Pull<E> = Either.isRight(opened) ? opened.right : Effect.fail(opened.left)
+      const held: Array<E> = []
+      let outcome: "content" | "done" | UpstreamError | undefined
+      while (outcome === undefined) {
+        const chunk = yield* Effect.either(pull)
+        if (Either.isLeft(chunk)) {
+          outcome = chunk.left
+        } else if (chunk.right === undefined) {
+          outcome = held.some(isEnd)
+            ? "done"
+            : new UpstreamError({ kind: "transport", message: "upstream stream ended before any content" })
+        } else {
+          for (const event of chunk.right) {
+            held.push(event)
+            if (isContent(event)) outcome = "content"
+          }
+        }
+      }
+      if (outcome === "content" || outcome === "done") {
+        const firstContentAt = clock.unsafeCurrentTimeMillis()
+        const done = outcome === "done"
+        return {
+          _tag: "Committed",
+          attempt,
+          index: tried,
+          attemptStart,
+          held,
+          pull,
+          done,
+          firstContentAt
+        } as Commitment<E>
+      }
+      last = outcome
+      tried++
+      yield* Scope.close(child, Exit.void)
+      yield* recordFailedAttempt(ports.stats, attempt, attemptStart, clock.unsafeCurrentTimeMillis(), last)
+      run.steps.push(failureStep(attempt, last, attempts[nextAttempt(attempts, i, last)]))
+    }
+    return { _tag: "Failed", error: toGatewayError(last!), tried } as Commitment<E>
+  })
+
+const chargeOf = <A, E>(planned: Planned<A, E>, attempt: Attempt, state: StreamState) =>
+  Charging.charge(attempt.endpoint.pricing, planned.dialect.streamUsage(state.usage), planned.run.extra)
+
+/**
+ * The frames as a plain loop of pulls: the held events first, then each upstream chunk decorated as it comes, then
+ * the end check. No Stream stages in between: each would cost every chunk a channel's machinery.
+ */
+const framePull = <A, E>(planned: Planned<A, E>, committed: Committed<E>, state: StreamState): FramePull => {
+  const { dialect, run } = planned
+  const { requestId } = run.context
+  const { error: errorFrame, frame, isEnd, trailer, unfinished } = dialect.frames
+  const context: FrameContext = {
+    attempt: committed.attempt,
+    state,
+    charge: () => chargeOf(planned, committed.attempt, state),
+    pipeline: run.context.metadata ? run.steps : undefined,
+    requestId
+  }
+  const decorate = (event: E): string => {
+    if (isEnd(event)) state.sawEnd = true
+    return frame(event, context)
+  }
+  const inBand = (error: GatewayError.GatewayError): Chunk.Chunk<string> => {
+    state.errorType = GatewayError.describe(error).type
+    const text = errorFrame(error, requestId)
+    return Chunk.of(trailer === "" ? text : text + trailer)
+  }
+  /** The failure of the committed attempt after content: an in-band error frame, then the end. */
+  const failed = (error: UpstreamError): Chunk.Chunk<string> => {
+    state.failure = error
+    return inBand(toGatewayError(error))
+  }
+  const ended = (): Chunk.Chunk<string> => {
+    if (state.errorType !== null) return Chunk.empty()
+    if (state.sawEnd) return trailer === "" ? Chunk.empty() : Chunk.of(trailer)
+    return inBand(new GatewayError.InternalError({ message: unfinished }))
+  }
+  let position: "held" | "upstream" | "end" | "over" = "held"
+  const next = Effect.match(committed.pull, {
+    onFailure: (error) => {
+      position = "over"
+      return failed(error)
+    },
+    onSuccess: (chunk) => {
+      if (chunk !== undefined) return Chunk.map(chunk, decorate)
+      position = "over"
+      return ended()
+    }
+  })
+  return Effect.suspend(() => {
+    switch (position) {
+      case "held":
+        position = committed.done ? "end" : "upstream"
+        return Effect.succeed(Chunk.map(Chunk.unsafeFromArray(committed.held), decorate))
+      case "upstream":
+        return next
+      case "end":
+        position = "over"
+        return Effect.succeed(ended())
+      case "over":
+        return Effect.succeed(undefined)
+    }
+  })
+}
+
+/** The records of a committed attempt, when its scope closes: its statistics and the request's usage. */
+const recordCommitted = <A, E>(
+  ports: ExecutorPorts,
+  planned: Planned<A, E>,
+  { attempt, attemptStart, firstContentAt, index }: Committed<E>,
+  state: StreamState
+): Effect.Effect<void> => {
+  const run: Execution = planned.run
+  const sum = chargeOf(planned, attempt, state)
+  const failure = state.failure
+  return Effect.zipRight(
+    recordAttempt(ports.stats, attempt.endpoint.id, attemptStart, run.clock.unsafeCurrentTimeMillis(), {
+      outcome: failure === undefined ? (state.sawEnd ? "ok" : undefined) : outcomeOf(failure),
+      ttfbMs: firstContentAt - attemptStart,
+      outputTokens: sum.usage.output
+    }),
+    Charging.record(ports.usageLog, run, {
+      attempt,
+      attempts: index + 1,
+      status: 200,
+      errorType: state.errorType,
+      charge: sum,
+      ttfbMs: firstContentAt - run.started
+    })
+  )
+}

@@ -1,0 +1,70 @@
+/**
+ * One execution of a messages request: the route planned (health, session, a random draw), then the attempts run
+ * for a JSON answer or a stream.
+ */
+import { Effect } from "effect"
+import type * as GatewayError from "../errors/GatewayError.js"
+import * as Attempts from "../execution/Attempts.js"
+import * as Routing from "../execution/Routing.js"
+import * as StreamCommit from "../execution/StreamCommit.js"
+import * as RoutePlanner from "../routing/RoutePlanner.js"
+import * as MessagesDialect from "./MessagesDialect.js"
+import type { MessagesPorts } from "./MessagesPorts.js"
+import type { ExecutionResult, Run } from "./Run.js"
+import * as UpstreamBody from "./UpstreamBody.js"
+import * as UsageAccounting from "./UsageAccounting.js"
+
+/**
+ * Plans the route of a run, then runs its attempts. A chain of Effects rather than one `Effect.gen`: this is the hot
+ * path of every request, and each generator step costs more than the work it does.
+ */
+export const execute = (ports: MessagesPorts, run: Run): Effect.Effect<ExecutionResult, GatewayError.GatewayError> => {
+  const { body, context, plugins, request, snapshot } = run
+  const parser = plugins["file-parser"] === undefined ? undefined : ports.parser
+  const compression = plugins["context-compression"] !== undefined
+  const needs = UpstreamBody.requirements(request, body)
+  const routed = Routing.plan(ports, {
+    request: {
+      model: run.modelId,
+      models: request.models,
+      fallbacks: request.fallbacks,
+      provider: RoutePlanner.effectivePreferences(request.provider, request.route),
+      requirements: {
+        api: "messages",
+        tools: needs.tools,
+        images: needs.images,
+        maxTokens: needs.maxTokens,
+        documents: needs.documents && parser === undefined,
+        parameters: RoutePlanner.usedParameters(body),
+        estimatedPromptTokens: compression
+          ? undefined
+          : UpstreamBody.estimatePromptTokens(body, context.bodyBytes, snapshot.models.get(run.modelId))
+      }
+    },
+    workspace: context.principal.workspace,
+    sessionId: run.sessionId,
+    snapshot,
+    clock: run.clock
+  })
+  return Effect.matchEffect(routed, {
+    onFailure: (error) => UsageAccounting.failed(ports.usageLog, run, error, 0),
+    onSuccess: (route) => {
+      run.steps.push(...route.steps)
+      const calls = UpstreamBody.attemptCalls(
+        ports.upstream,
+        UpstreamBody.forwardBody(body),
+        context.headers,
+        needs,
+        { parser, compression },
+        run.steps
+      )
+      const planned = {
+        run,
+        attempts: route.attempts,
+        affinityKey: route.affinityKey,
+        dialect: MessagesDialect.make(ports, run, calls)
+      }
+      return run.stream ? StreamCommit.stream(ports, planned) : Attempts.json(ports, planned)
+    }
+  })
+}

@@ -1,0 +1,113 @@
+/**
+ * The Anthropic Messages dialect of the executor: attempts called through the Upstream port's `createMessage` and
+ * `streamMessage`, answers told with the catalogue's model id, the provider and the complete usage with its cost
+ * (spec 2.2), stream events decorated where they carry the message or usage, `event: error` frames in band.
+ */
+import * as GatewayError from "../errors/GatewayError.js"
+import type { Dialect, FrameContext } from "../execution/Dialect.js"
+import * as ResponseHealing from "../plugins/ResponseHealing.js"
+import type { MessagesPorts } from "./MessagesPorts.js"
+import type { Run } from "./Run.js"
+import type { AttemptCalls } from "./UpstreamBody.js"
+import * as UsageAccounting from "./UsageAccounting.js"
+import { type JsonObject, type Message, sseFrame, type StreamEvent } from "./Wire.js"
+
+const isContent = (event: StreamEvent): boolean => event.type === "content_block_delta" || event.type === "message_stop"
+
+const isEnd = (event: StreamEvent): boolean => event.type === "message_stop"
+
+const inBandError = (error: GatewayError.GatewayError, requestId: string): string =>
+  sseFrame({
+    type: "error",
+    error: { type: GatewayError.describe(error).type, message: error.message },
+    request_id: requestId
+  })
+
+/** The dialect of one messages run: its calls, and its plugins' part in the answer (response healing). */
+export const make = (ports: MessagesPorts, run: Run, calls: AttemptCalls): Dialect<Message, StreamEvent> => ({
+  json: calls.createMessage,
+  open: calls.open,
+  usage: (message) => UsageAccounting.billed(message.usage),
+  streamUsage: UsageAccounting.billed,
+  finish: run.plugins["response-healing"] === undefined
+    ? undefined
+    : (message) => ResponseHealing.heal(ports.healer, message, run.request, run.steps),
+  respond: (message, attempt, charge, pipeline) => {
+    const out: JsonObject = Object.assign({}, message, {
+      model: attempt.model.id,
+      stop_details: message.stop_details ?? null,
+      container: message.container ?? null,
+      usage: UsageAccounting.completeUsage(
+        UsageAccounting.shownUsage(message.usage, charge.usage, run.extra),
+        charge.cost
+      ),
+      context_management: message.context_management ?? null,
+      provider: attempt.endpoint.provider,
+      safeguard_results: message.safeguard_results ?? null
+    })
+    if (pipeline !== undefined) {
+      out.service_metadata = { pipeline }
+    }
+    return out
+  },
+  frames: {
+    isContent,
+    isEnd,
+    frame: (event, context) => decorated(run, context, event),
+    error: inBandError,
+    trailer: "",
+    unfinished: "upstream stream ended before message_stop"
+  }
+})
+
+/** One event as the client receives it: `message_start` and `message_delta` with the model, provider and usage. */
+const decorated = (run: Run, context: FrameContext, event: StreamEvent): string => {
+  switch (event.type) {
+    case "message_start": {
+      const message = (event.message ?? {}) as JsonObject
+      context.state.usage = { ...(message.usage as JsonObject | undefined) }
+      const sum = context.charge()
+      const out: JsonObject = Object.assign({}, message, {
+        model: context.attempt.model.id,
+        provider: context.attempt.endpoint.provider,
+        usage: UsageAccounting.completeUsage(
+          UsageAccounting.shownUsage(context.state.usage, sum.usage, run.extra),
+          sum.cost
+        )
+      })
+      if (context.pipeline !== undefined) {
+        out.service_metadata = { pipeline: context.pipeline }
+      }
+      return sseFrame({ ...event, message: out })
+    }
+    case "message_delta":
+      return sseFrame({ ...event, usage: deltaUsage(run, context, event.usage as JsonObject | undefined) })
+    default:
+      return sseFrame(event)
+  }
+}
+
+/** A `message_delta`'s usage: the upstream's, with the output tokens and cost so far (summed with fusion's). */
+const deltaUsage = (run: Run, context: FrameContext, delta: JsonObject | undefined): JsonObject => {
+  if (delta !== undefined) {
+    for (const [k, value] of Object.entries(delta)) {
+      if (value !== null) {
+        context.state.usage[k] = value
+      }
+    }
+  }
+  const sum = context.charge()
+  const shown: JsonObject = Object.assign({}, delta, { output_tokens: sum.usage.output, cost: Number(sum.cost) })
+  if (run.extra !== undefined) {
+    if (typeof delta?.input_tokens === "number") {
+      shown.input_tokens = sum.usage.input
+    }
+    if (typeof delta?.cache_read_input_tokens === "number") {
+      shown.cache_read_input_tokens = sum.usage.cacheRead
+    }
+    if (typeof delta?.cache_creation_input_tokens === "number") {
+      shown.cache_creation_input_tokens = sum.usage.cacheWrite
+    }
+  }
+  return shown
+}

@@ -1,0 +1,198 @@
+/**
+ * The OpenAI-protocol dialects of the executor: chat completions (JSON, or `data:` chunks ending in `data: [DONE]`),
+ * the Responses API (JSON, or named events) and embeddings (JSON only). Answers are passed on as the endpoint gave
+ * them, with the catalogue's model id, the provider and the cost in their usage; in-band errors take each API's own
+ * form.
+ */
+import { Effect, Predicate } from "effect"
+import * as GatewayError from "../errors/GatewayError.js"
+import type { Charge } from "../execution/Charging.js"
+import type { Dialect, FrameContext, FrameDialect } from "../execution/Dialect.js"
+import type { JsonObject } from "../messages/Wire.js"
+import type { Attempt } from "../routing/RoutePlanner.js"
+import { type OpenAiApi, UpstreamError, type UpstreamService } from "../upstream/Upstream.js"
+import * as OpenAiUsage from "./OpenAiUsage.js"
+
+/** How the attempts of one request are called: the body each endpoint receives. */
+export interface Calls {
+  readonly upstream: UpstreamService
+  readonly api: OpenAiApi
+  readonly bodyFor: (attempt: Attempt) => JsonObject
+}
+
+const cannot = (api: OpenAiApi) =>
+  new UpstreamError({ kind: "unsupported", message: `the configured upstream adapter cannot serve the ${api} API` })
+
+const json = ({ api, bodyFor, upstream }: Calls) => (attempt: Attempt) =>
+  upstream.createOpenAi === undefined
+    ? Effect.fail(cannot(api))
+    : upstream.createOpenAi({ api, endpoint: attempt.endpoint, body: bodyFor(attempt) })
+
+const open = ({ api, bodyFor, upstream }: Calls) => (attempt: Attempt) =>
+  upstream.streamOpenAi === undefined
+    ? Effect.fail(cannot(api))
+    : upstream.streamOpenAi({ api, endpoint: attempt.endpoint, body: bodyFor(attempt) })
+
+const usageOf = (answer: JsonObject): JsonObject | undefined =>
+  Predicate.isRecord(answer.usage) ? answer.usage as JsonObject : undefined
+
+/** A JSON answer as the client receives it: the catalogue's model id, the provider, the cost in its usage. */
+const respond = (
+  answer: JsonObject,
+  attempt: Attempt,
+  charge: Charge,
+  pipeline: ReadonlyArray<unknown> | undefined
+): JsonObject => {
+  const out: JsonObject = Object.assign({}, answer, {
+    model: attempt.model.id,
+    provider: attempt.endpoint.provider,
+    usage: Object.assign({}, usageOf(answer), { cost: Number(charge.cost) })
+  })
+  if (pipeline !== undefined) out.service_metadata = { pipeline }
+  return out
+}
+
+const errorBody = (error: GatewayError.GatewayError) => {
+  const { status, type } = GatewayError.describe(error)
+  return { message: error.message, type, code: status }
+}
+
+// -----------------------------------------------------------------------------
+// chat completions
+// -----------------------------------------------------------------------------
+
+const choiceOf = (chunk: JsonObject): JsonObject | undefined => {
+  const choices = chunk.choices
+  return Array.isArray(choices) && Predicate.isRecord(choices[0]) ? choices[0] as JsonObject : undefined
+}
+
+const hasContent = (delta: unknown): boolean => {
+  if (!Predicate.isRecord(delta)) return false
+  const text = (value: unknown) => typeof value === "string" && value !== ""
+  return text(delta.content) || text(delta.reasoning) || text(delta.reasoning_content) || text(delta.refusal) ||
+    (Array.isArray(delta.tool_calls) && delta.tool_calls.length > 0)
+}
+
+const chatFrames = (includeUsage: boolean): FrameDialect<JsonObject> => ({
+  isContent: (chunk) => {
+    const choice = choiceOf(chunk)
+    return choice !== undefined && (hasContent(choice.delta) || choice.finish_reason != null)
+  },
+  isEnd: (chunk) => choiceOf(chunk)?.finish_reason != null,
+  frame: (chunk, context) => {
+    const usage = usageOf(chunk)
+    if (usage !== undefined) context.state.usage = usage
+    const choices = chunk.choices
+    if (usage !== undefined && !includeUsage && (!Array.isArray(choices) || choices.length === 0)) return ""
+    const out: JsonObject = Object.assign({}, chunk, {
+      model: context.attempt.model.id,
+      provider: context.attempt.endpoint.provider
+    })
+    if (usage !== undefined && includeUsage) {
+      out.usage = Object.assign({}, usage, { cost: Number(context.charge().cost) })
+    } else if (!includeUsage && "usage" in out) delete out.usage
+    if (context.pipeline !== undefined && usage !== undefined) out.service_metadata = { pipeline: context.pipeline }
+    return `data: ${JSON.stringify(out)}\n\n`
+  },
+  // OpenRouter's form: the openai SDK raises an APIError for a chunk with `error`.
+  error: (error, requestId) =>
+    `data: ${
+      JSON.stringify({
+        id: requestId,
+        object: "chat.completion.chunk",
+        choices: [{ index: 0, delta: {}, finish_reason: "error" }],
+        error: errorBody(error)
+      })
+    }\n\n`,
+  trailer: "data: [DONE]\n\n",
+  unfinished: "upstream stream ended before a finish_reason"
+})
+
+/** A chat completion as told: also `system_fingerprint`, present (as null when unknown) as OpenRouter's SDK requires. */
+const respondChat = (
+  answer: JsonObject,
+  attempt: Attempt,
+  charge: Charge,
+  pipeline: ReadonlyArray<unknown> | undefined
+): JsonObject => {
+  const out = respond(answer, attempt, charge, pipeline)
+  if (out.system_fingerprint === undefined) out.system_fingerprint = null
+  return out
+}
+
+/** The chat completions dialect; `includeUsage` is the client's `stream_options.include_usage`. */
+export const chat = (
+  calls: Calls,
+  options: { readonly includeUsage: boolean; readonly finish?: (answer: JsonObject) => Effect.Effect<JsonObject> }
+): Dialect<JsonObject, JsonObject> => ({
+  json: json(calls),
+  open: open(calls),
+  usage: (answer) => OpenAiUsage.chat(usageOf(answer)),
+  streamUsage: OpenAiUsage.chat,
+  finish: options.finish,
+  respond: respondChat,
+  frames: chatFrames(options.includeUsage)
+})
+
+// -----------------------------------------------------------------------------
+// responses
+// -----------------------------------------------------------------------------
+
+const RESPONSE_EVENTS = new Set(["response.created", "response.in_progress", "response.queued"])
+
+const isResponseEnd = (event: JsonObject) => event.type === "response.completed" || event.type === "response.incomplete"
+
+/** A Responses event as the client receives it: the response it carries with the model, provider and cost. */
+const responseFrame = (event: JsonObject, context: FrameContext): string => {
+  const type = String(event.type)
+  let out = event
+  if (Predicate.isRecord(event.response)) {
+    const response = event.response as JsonObject
+    const usage = usageOf(response)
+    if (usage !== undefined) context.state.usage = usage
+    const shown: JsonObject = Object.assign({}, response, {
+      model: context.attempt.model.id,
+      provider: context.attempt.endpoint.provider
+    })
+    if (usage !== undefined) shown.usage = Object.assign({}, usage, { cost: Number(context.charge().cost) })
+    if (context.pipeline !== undefined && isResponseEnd(event)) shown.service_metadata = { pipeline: context.pipeline }
+    out = Object.assign({}, event, { response: shown })
+  }
+  return `event: ${type}\ndata: ${JSON.stringify(out)}\n\n`
+}
+
+/** The Responses API dialect. */
+export const responses = (calls: Calls): Dialect<JsonObject, JsonObject> => ({
+  json: json(calls),
+  open: open(calls),
+  usage: (answer) => OpenAiUsage.responses(usageOf(answer)),
+  streamUsage: OpenAiUsage.responses,
+  respond,
+  frames: {
+    isContent: (event) => !RESPONSE_EVENTS.has(String(event.type)),
+    isEnd: isResponseEnd,
+    frame: responseFrame,
+    error: (error) => {
+      const { code, message, type } = errorBody(error)
+      return `event: error\ndata: ${
+        JSON.stringify({ type: "error", code: type, message, param: null, status: code })
+      }\n\n`
+    },
+    trailer: "",
+    unfinished: "upstream stream ended before response.completed"
+  }
+})
+
+// -----------------------------------------------------------------------------
+// embeddings
+// -----------------------------------------------------------------------------
+
+/** The embeddings dialect: JSON only. */
+export const embeddings = (calls: Calls): Dialect<JsonObject, JsonObject> => ({
+  json: json(calls),
+  open: () => Effect.fail(new UpstreamError({ kind: "invalid_request", message: "embeddings are not streamed" })),
+  usage: (answer) => OpenAiUsage.chat(usageOf(answer)),
+  streamUsage: OpenAiUsage.chat,
+  respond,
+  frames: chatFrames(false)
+})

@@ -1,0 +1,97 @@
+/**
+ * The bodies of the OpenAI-compatible routes as `effect/Schema` models: `POST /v1/chat/completions`,
+ * `/v1/embeddings` and `/v1/responses`. Only what routing reads is modelled (the model, streaming, the output cap,
+ * tools, the message and input shapes), with the gateway's own fields validated exactly as on `/v1/messages`;
+ * everything else is forwarded untouched.
+ */
+import type { Either } from "effect"
+import { Either as E, Schema } from "effect"
+import type { InvalidRequest } from "../errors/GatewayError.js"
+import {
+  AnyObject,
+  arrayOf,
+  Bool,
+  entries,
+  Int,
+  literal,
+  nullable,
+  object,
+  oneOf,
+  optional,
+  Str,
+  toInvalidRequest,
+  tooDeep,
+  tooDeepError
+} from "../internal/RequestSchema.js"
+import * as GatewayFields from "../routing/GatewayFields.js"
+import type { OpenAiApi } from "../upstream/Upstream.js"
+
+const Content = optional(nullable(oneOf({
+  string: Str,
+  array: arrayOf(AnyObject, "an array of content parts")
+}, "a string or an array of content parts")))
+
+const ChatMessage = object({
+  role: literal("system", "developer", "user", "assistant", "tool", "function"),
+  content: Content
+}, "a message object")
+
+const chatSchema = Schema.Struct({
+  model: Str,
+  messages: arrayOf(ChatMessage, "an array of messages").pipe(entries(1, 100_000, "message", "messages")),
+  stream: optional(nullable(Bool)),
+  stream_options: optional(nullable(object({ include_usage: optional(nullable(Bool)) }))),
+  max_tokens: optional(nullable(Int)),
+  max_completion_tokens: optional(nullable(Int)),
+  tools: optional(nullable(arrayOf(AnyObject, "an array of tools"))),
+  n: optional(nullable(Int)),
+  ...GatewayFields.fields,
+  trace: optional(GatewayFields.Trace)
+}).pipe(GatewayFields.modelsOrFallbacks)
+
+/** The decoded body of `POST /v1/chat/completions` (only what routing reads). */
+export interface ChatRequest extends Schema.Schema.Type<typeof chatSchema> {}
+
+const embeddingsSchema = Schema.Struct({
+  model: Str,
+  input: oneOf({ string: Str, array: Schema.Array(Schema.Unknown) }, "a string or an array"),
+  ...GatewayFields.fields,
+  trace: optional(GatewayFields.Trace)
+}).pipe(GatewayFields.modelsOrFallbacks)
+
+/** The decoded body of `POST /v1/embeddings`. */
+export interface EmbeddingsRequest extends Schema.Schema.Type<typeof embeddingsSchema> {}
+
+const responsesSchema = Schema.Struct({
+  model: Str,
+  input: optional(oneOf({ string: Str, array: Schema.Array(Schema.Unknown) }, "a string or an array")),
+  instructions: optional(nullable(Str)),
+  stream: optional(nullable(Bool)),
+  max_output_tokens: optional(nullable(Int)),
+  tools: optional(nullable(arrayOf(AnyObject, "an array of tools"))),
+  ...GatewayFields.fields,
+  trace: optional(GatewayFields.Trace)
+}).pipe(GatewayFields.modelsOrFallbacks)
+
+/** The decoded body of `POST /v1/responses` (only what routing reads). */
+export interface ResponsesRequest extends Schema.Schema.Type<typeof responsesSchema> {}
+
+/** A decoded OpenAI-compatible request, with the API it was sent to. */
+export type OpenAiRequest =
+  | { readonly api: "chat"; readonly request: ChatRequest }
+  | { readonly api: "embeddings"; readonly request: EmbeddingsRequest }
+  | { readonly api: "responses"; readonly request: ResponsesRequest }
+
+const options = { errors: "first", onExcessProperty: "ignore" } as const
+const decoders = {
+  chat: Schema.decodeUnknownEither(oneOf({ object: chatSchema }, "a JSON object"), options),
+  embeddings: Schema.decodeUnknownEither(oneOf({ object: embeddingsSchema }, "a JSON object"), options),
+  responses: Schema.decodeUnknownEither(oneOf({ object: responsesSchema }, "a JSON object"), options)
+}
+
+/** Validates a parsed JSON body for `api`; the error names the offending field path. */
+export const validate = (api: OpenAiApi, body: unknown): Either.Either<OpenAiRequest, InvalidRequest> =>
+  tooDeep(body) ? E.left(tooDeepError()) : E.match(decoders[api](body) as Either.Either<any, any>, {
+    onLeft: (error) => E.left(toInvalidRequest(error)),
+    onRight: (request) => E.right({ api, request } as OpenAiRequest)
+  })

@@ -1,0 +1,95 @@
+/**
+ * The fusion plugin: a panel of models answers in parallel, then the synthesis model answers with their analyses
+ * in its system prompt. The request is billed for all of them and has one usage record, the final answer's.
+ */
+import { Effect, Either } from "effect"
+import * as GatewayError from "../errors/GatewayError.js"
+import { execute } from "../messages/Execution.js"
+import type { MessagesOptions, MessagesPorts } from "../messages/MessagesPorts.js"
+import type { ExecutionResult, Run } from "../messages/Run.js"
+import * as UsageAccounting from "../messages/UsageAccounting.js"
+import { appendSystem, type JsonObject, messageText } from "../messages/Wire.js"
+import * as Cost from "../pricing/Cost.js"
+import type { Plugins } from "./RequestPlugins.js"
+
+type FusionPlugin = NonNullable<Plugins["fusion"]>
+
+/** The analysis models: the plugin's, its preset's, or the configured default panel. */
+export const panelOf = (plugin: FusionPlugin, options: MessagesOptions): ReadonlyArray<string> | undefined =>
+  plugin.analysis_models ??
+    (plugin.preset === undefined ? undefined : options.fusion?.presets?.[plugin.preset]) ??
+    options.fusion?.panel
+
+/** Runs the panel, then the synthesis; a failure before the synthesis is the request's one usage record. */
+export const fusion = (
+  ports: MessagesPorts,
+  run: Run,
+  plugin: FusionPlugin
+): Effect.Effect<ExecutionResult, GatewayError.GatewayError> => {
+  const panel = panelOf(plugin, ports.options)
+  if (panel === undefined || panel.length === 0) {
+    const error = new GatewayError.InvalidRequest({
+      message: "fusion: no analysis_models given and no default panel is configured",
+      param: "plugins"
+    })
+    return UsageAccounting.failed(ports.usageLog, run, error, 0)
+  }
+  const synthesis = plugin.model ?? (run.snapshot.models.has(run.modelId) ? run.modelId : panel[0])
+  return Effect.flatMap(analyses(ports, run, panel), (done) => {
+    if (done.texts.length === 0) {
+      const error = new GatewayError.Unavailable({ message: "fusion: every analysis model failed" })
+      return UsageAccounting.failed(ports.usageLog, run, error, 0)
+    }
+    run.steps.push({
+      type: "plugin",
+      name: "fusion",
+      summary: `${synthesis} synthesizes ${done.texts.length} analyses`
+    })
+    const body = appendSystem(
+      run.body,
+      `Several analysts answered the conversation below. Synthesize the best final answer from their analyses.\n\n${
+        done.texts.join("\n\n")
+      }`
+    )
+    return execute(ports, {
+      ...run,
+      body: { ...body, model: synthesis },
+      modelId: synthesis,
+      extra: { usage: done.usage, cost: Cost.sumDecimals(done.costs) }
+    })
+  })
+}
+
+/** The panel's answers as JSON, in parallel and unrecorded; each failure is a pipeline step. */
+const analyses = (ports: MessagesPorts, run: Run, panel: ReadonlyArray<string>) => {
+  const analysisBody: JsonObject = { ...run.body, stream: false }
+  delete analysisBody.plugins
+  return Effect.map(
+    Effect.forEach(panel, (m) =>
+      Effect.either(execute(ports, {
+        ...run,
+        modelId: m,
+        body: { ...analysisBody, model: m },
+        stream: false,
+        steps: [],
+        extra: undefined,
+        recordUsage: false
+      })), { concurrency: "unbounded" }),
+    (results) => {
+      let usage = UsageAccounting.zeroUsage
+      const costs: Array<string> = []
+      const texts: Array<string> = []
+      results.forEach((result, i) => {
+        if (Either.isLeft(result) || result.right.answer === undefined || result.right.charge === undefined) {
+          run.steps.push({ type: "plugin", name: "fusion", summary: `analysis by ${panel[i]} failed` })
+          return
+        }
+        usage = UsageAccounting.addUsage(usage, result.right.charge.usage)
+        costs.push(result.right.charge.cost)
+        texts.push(`Analysis by ${panel[i]}:\n${messageText(result.right.answer)}`)
+        run.steps.push({ type: "plugin", name: "fusion", summary: `analysis by ${panel[i]} done` })
+      })
+      return { usage, costs, texts }
+    }
+  )
+}

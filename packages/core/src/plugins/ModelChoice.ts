@@ -1,0 +1,74 @@
+/**
+ * The model a messages request runs on: the requested one, or the one a router plugin (auto-router, or the router
+ * slug as the model; pareto-router; switchyard-router) chooses from the catalogue.
+ */
+import { Either } from "effect"
+import type { CatalogueSnapshot } from "../catalogue/Catalogue.js"
+import type * as GatewayError from "../errors/GatewayError.js"
+import type { MessagesPorts } from "../messages/MessagesPorts.js"
+import type { JsonObject } from "../messages/Wire.js"
+import type { PipelineStep } from "../routing/RoutePlanner.js"
+import * as AutoRouter from "./AutoRouter.js"
+import type { Choice } from "./Candidates.js"
+import * as ParetoRouter from "./ParetoRouter.js"
+import type { Plugins } from "./RequestPlugins.js"
+import * as SwitchyardRouter from "./SwitchyardRouter.js"
+
+/** The model id to run, its router's steps added to `steps`; the request's own model when no router is in play. */
+export const chooseModel = (
+  ports: Pick<MessagesPorts, "classifier" | "switchyard" | "routerSlug">,
+  request: { readonly model: string },
+  body: JsonObject,
+  plugins: Plugins,
+  index: Record<string, number>,
+  steps: Array<PipelineStep>,
+  snapshot: CatalogueSnapshot
+): Either.Either<string, GatewayError.InvalidRequest | GatewayError.Unavailable> => {
+  const choice = routerChoice(ports, request, body, plugins, index, snapshot)
+  if (choice === undefined) return Either.right(request.model)
+  if (Either.isLeft(choice)) return Either.left(choice.left)
+  steps.push(...choice.right.steps)
+  return Either.right(choice.right.modelId)
+}
+
+const routerChoice = (
+  { classifier, routerSlug, switchyard }: Pick<MessagesPorts, "classifier" | "switchyard" | "routerSlug">,
+  request: { readonly model: string },
+  body: JsonObject,
+  plugins: Plugins,
+  index: Record<string, number>,
+  catalogue: CatalogueSnapshot
+): Either.Either<Choice, GatewayError.InvalidRequest | GatewayError.Unavailable> | undefined => {
+  const { messages, system } = body
+  const auto = plugins["auto-router"] ?? plugins["auto-beta-router"]
+  if (auto !== undefined || request.model === routerSlug) {
+    const param = auto === undefined ? "plugins" : `plugins[${index[auto.id]}]`
+    return AutoRouter.choose({
+      plugin: auto ?? { id: "auto-router" },
+      messages,
+      system,
+      catalogue,
+      classifier,
+      routerSlug,
+      param
+    })
+  }
+  const pareto = plugins["pareto-router"]
+  if (pareto !== undefined) {
+    return ParetoRouter.choose({ plugin: pareto, messages, system, catalogue, classifier, routerSlug })
+  }
+  const switchyardPlugin = plugins["switchyard-router"]
+  if (switchyardPlugin !== undefined) {
+    return SwitchyardRouter.choose({
+      plugin: switchyardPlugin,
+      messages,
+      system,
+      tools: body.tools,
+      catalogue,
+      classifier,
+      policy: switchyard,
+      routerSlug
+    })
+  }
+  return undefined
+}

@@ -1,0 +1,166 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import type { Pull } from "./Fakes.js"
+import { ask, endpoint, failure, gateway, model, readFrames, streamed } from "./Fakes.js"
+
+const models = [
+  model("a", endpoint("a", "p1")),
+  model("b", endpoint("b", "p2")),
+  model("c", endpoint("c", "p3", { pricing: { prompt: "0.00001", completion: "0.00002", request: "0", image: "0" } }))
+]
+const request = (fallbacks: ReadonlyArray<string> = []) => ({
+  model: "a",
+  fallbacks: fallbacks.map((m) => ({ model: m })),
+  max_tokens: 16,
+  stream: true,
+  messages: ask("hello")
+})
+const names = (frames: ReadonlyArray<{ event: string }>) => frames.map((f) => f.event)
+const wholeAnswer = [
+  "message_start",
+  "ping",
+  "content_block_start",
+  "content_block_delta",
+  "content_block_delta",
+  "content_block_stop",
+  "message_delta",
+  "message_stop"
+]
+
+describe("stream commitment", () => {
+  it.effect("falls back before the first content: the failed attempts' lifecycle frames are never sent", () =>
+    Effect.gen(function*() {
+      const [start] = streamed("msg_b", [], 3, 0)
+      const g = yield* gateway(models, {
+        stream: {
+          "a@p1": failure("rate_limited", 429),
+          "b@p2": [start, failure("overloaded", 529)],
+          "c@p3": streamed("msg_c", ["Hel", "lo"], 10, 5)
+        }
+      })
+      const outcome = yield* g.create(request(["b", "c"]))
+      // b's stream was released as soon as it failed, before c's answer is read
+      assert.deepStrictEqual(g.stores.attempts.map((a) => [a.endpointId, a.outcome]), [
+        ["a@p1", "rate_limited"],
+        ["b@p2", "overloaded"]
+      ])
+      assert.deepStrictEqual(g.upstream.released, ["b@p2"])
+      const frames = yield* readFrames(outcome)
+      assert.deepStrictEqual(names(frames), wholeAnswer)
+      const message = frames[0].data.message as any
+      assert.strictEqual(message.id, "msg_c")
+      assert.strictEqual(message.model, "c")
+      assert.strictEqual(message.provider, "p3")
+      assert.deepStrictEqual(
+        frames.filter((f) => f.event === "content_block_delta").map((f: any) => f.data.delta.text),
+        [
+          "Hel",
+          "lo"
+        ]
+      )
+      assert.deepStrictEqual(g.upstream.released, ["b@p2", "c@p3"])
+      assert.strictEqual(g.stores.usage.length, 1)
+      assert.deepInclude(g.stores.usage[0], {
+        model: "c",
+        provider: "p3",
+        endpointId: "c@p3",
+        stream: true,
+        status: 200,
+        errorType: null,
+        inputTokens: 10,
+        outputTokens: 5,
+        // 10 × 0.00001 + 5 × 0.00002, at c's prices only
+        cost: "0.0002",
+        attempts: 3
+      })
+      assert.deepStrictEqual(g.stores.attempts.at(-1), {
+        endpointId: "c@p3",
+        at: 0,
+        ttfbMs: 0,
+        latencyMs: 0,
+        outputTokens: 5,
+        outcome: "ok",
+        retryAfterMs: undefined
+      })
+      const delta = frames.find((f) => f.event === "message_delta")!.data as any
+      assert.strictEqual(delta.usage.output_tokens, 5)
+      assert.strictEqual(delta.usage.cost, 0.0002)
+    }))
+
+  it.effect("an attempt that ends before any content falls back like a failure", () =>
+    Effect.gen(function*() {
+      const [start] = streamed("msg_a", [], 3, 0)
+      const g = yield* gateway(models, {
+        stream: { "a@p1": [start], "b@p2": streamed("msg_b", ["x"], 1, 1) }
+      })
+      const frames = yield* readFrames(yield* g.create(request(["b"])))
+      assert.deepStrictEqual(frames.filter((f) => f.event === "message_start").map((f: any) => f.data.message.id), [
+        "msg_b"
+      ])
+      assert.deepInclude(g.stores.usage[0], { attempts: 2, endpointId: "b@p2" })
+    }))
+
+  it.effect("a failure after content becomes an in-band error frame, and the stream still ends", () =>
+    Effect.gen(function*() {
+      const [start, deltas] = streamed("msg_a", ["partial"], 3, 0)
+      const g = yield* gateway(models, {
+        stream: { "a@p1": [start, deltas, failure("transport")], "b@p2": streamed("msg_b", ["x"], 1, 1) }
+      })
+      const frames = yield* readFrames(yield* g.create(request(["b"])))
+      assert.deepStrictEqual(names(frames), [
+        "message_start",
+        "ping",
+        "content_block_start",
+        "content_block_delta",
+        "error"
+      ])
+      assert.deepStrictEqual(frames.at(-1)!.data, {
+        type: "error",
+        error: { type: "overloaded_error", message: "upstream transport" },
+        request_id: "req_1"
+      })
+      // no fallback once content has reached the client
+      assert.deepStrictEqual(g.upstream.calls.map((c) => c.endpoint.id), ["a@p1"])
+      assert.deepStrictEqual(g.upstream.released, ["a@p1"])
+      assert.deepInclude(g.stores.usage[0], { status: 200, errorType: "overloaded_error", attempts: 1 })
+      assert.deepStrictEqual(g.stores.attempts.map((a) => [a.endpointId, a.outcome]), [["a@p1", "error"]])
+    }))
+
+  it.effect("an upstream that ends without message_stop gets an error frame appended: never a silent truncation", () =>
+    Effect.gen(function*() {
+      const [start, deltas] = streamed("msg_a", ["partial"], 3, 0)
+      const cut: Array<Pull> = [start, deltas, [{ type: "content_block_stop", index: 0 }]]
+      const g = yield* gateway(models, { stream: { "a@p1": cut } })
+      const frames = yield* readFrames(yield* g.create(request()))
+      assert.deepStrictEqual(names(frames).slice(-2), ["content_block_stop", "error"])
+      assert.deepStrictEqual((frames.at(-1)!.data as any).error, {
+        type: "api_error",
+        message: "upstream stream ended before message_stop"
+      })
+      assert.deepInclude(g.stores.usage[0], { status: 200, errorType: "api_error" })
+    }))
+
+  it.effect("a 400-class failure before content is not retried", () =>
+    Effect.gen(function*() {
+      const g = yield* gateway(models, {
+        stream: { "a@p1": failure("invalid_request", 400), "b@p2": streamed("msg_b", ["x"], 1, 1) }
+      })
+      const error = yield* Effect.flip(g.create(request(["b"])))
+      assert.strictEqual(error._tag, "UpstreamRejected")
+      assert.deepStrictEqual(g.upstream.calls.map((c) => c.endpoint.id), ["a@p1"])
+      assert.deepInclude(g.stores.usage[0], { stream: true, status: 400, attempts: 1, provider: null })
+    }))
+
+  it.effect("every attempt failing before content: the last failure, nothing streamed, every stream released", () =>
+    Effect.gen(function*() {
+      const [start] = streamed("msg_a", [], 3, 0)
+      const g = yield* gateway(models, {
+        stream: { "a@p1": [start, failure("overloaded", 529)], "b@p2": [failure("timeout")] }
+      })
+      const error = yield* Effect.flip(g.create(request(["b"])))
+      assert.strictEqual(error._tag, "UpstreamTimeout")
+      assert.deepStrictEqual(g.upstream.released, ["a@p1", "b@p2"])
+      assert.strictEqual(g.stores.usage.length, 1)
+      assert.deepInclude(g.stores.usage[0], { status: 504, errorType: "timeout_error", attempts: 2 })
+    }))
+})

@@ -1,0 +1,71 @@
+/**
+ * The framework-neutral request and response the routes work on. Bindings (node:http, @effect/platform HttpApp, web
+ * fetch) translate to and from them; routes never see a framework.
+ */
+import type { GatewayError, MessagesService } from "@model-gateway/core"
+import type { Scope } from "effect"
+import { Effect, Option, Stream } from "effect"
+
+/** Header values as node gives them: lower-case names. */
+export type Headers = Readonly<Record<string, string | ReadonlyArray<string> | undefined>>
+
+/** The first value of a header. */
+export const header = (headers: Headers, name: string): string | undefined => {
+  const value = headers[name]
+  return typeof value === "string" ? value : value?.[0]
+}
+
+export interface GatewayRequest {
+  readonly method: string
+  /** Path without the query string. */
+  readonly path: string
+  /** The query string without its `?` (empty when there is none). */
+  readonly query?: string | undefined
+  readonly headers: Headers
+  /**
+   * Reads the body, failing with PayloadTooLarge past the binding's limit, RequestTimeout when it stops arriving,
+   * InvalidRequest when it cannot be read. Read only when a route needs it.
+   */
+  readonly body: Effect.Effect<Uint8Array, BodyError>
+}
+
+/** Why a request body could not be read. */
+export type BodyError = GatewayError.PayloadTooLarge | GatewayError.InvalidRequest | GatewayError.RequestTimeout
+
+export type GatewayBody =
+  | { readonly _tag: "Text"; readonly text: string }
+  | {
+    readonly _tag: "Stream"
+    readonly stream: Stream.Stream<string>
+    /** The same frames as pulls opened in a scope (see `MessagesService.FramePull`): what the node binding writes. */
+    readonly open?: Effect.Effect<MessagesService.FramePull, never, Scope.Scope> | undefined
+  }
+  | {
+    readonly _tag: "Bytes"
+    /**
+     * Opens a binary body (raw audio, say) in a scope: each pull gives the next bytes as they arrive, `undefined` at the
+     * end. A failure means the body was cut short after it had started: bindings end the answer as broken (the
+     * connection dropped, the stream errored), never as a complete body. Closing the scope releases the source.
+     */
+    readonly open: Effect.Effect<BytePull, never, Scope.Scope>
+  }
+  | { readonly _tag: "Empty" }
+
+/** The next bytes of a binary body, or `undefined` at its end; a failure cuts it short. */
+export type BytePull = Effect.Effect<Uint8Array | undefined, unknown>
+
+/** A binary body as a `Stream`, for bindings that take one (fetch, HttpApp); a failure fails the stream. */
+export const bytesOf = (open: Effect.Effect<BytePull, never, Scope.Scope>): Stream.Stream<Uint8Array, unknown> =>
+  Stream.unwrapScoped(Effect.map(open, (pull) =>
+    Stream.repeatEffectOption(
+      Effect.flatMap(
+        Effect.mapError(pull, Option.some),
+        (bytes) => (bytes === undefined ? Effect.fail(Option.none()) : Effect.succeed(bytes))
+      )
+    )))
+
+export interface GatewayResponse {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: GatewayBody
+}

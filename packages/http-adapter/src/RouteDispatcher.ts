@@ -1,0 +1,267 @@
+/**
+ * A route table as a request handler. The dispatcher matches the path, answers an unknown path (404) and a wrong
+ * method (405, with `Allow`) itself, checks the key against the route's access level, reads what the route declares
+ * (the `x-session-id` header, a JSON body), runs the handler, and turns its failures into the error body of the
+ * route's family. A request it refuses before any handler runs is recorded in the usage log here; a request that
+ * reached a handler is recorded by its use case.
+ */
+import { GatewayError, Keys, UsageLog } from "@model-gateway/core"
+import { Clock, Context, Effect, Either, Option } from "effect"
+import * as ApiKeys from "./ApiKeys.js"
+import * as ErrorResponses from "./ErrorResponses.js"
+import type { GatewayRequest, GatewayResponse } from "./HttpTypes.js"
+import { header } from "./HttpTypes.js"
+import * as RequestHeaders from "./RequestHeaders.js"
+import * as RouteTable from "./RouteTable.js"
+
+/** What the dispatcher itself needs, besides its routes' requirements. */
+export type Requirements = Keys.Keys | UsageLog.UsageLog
+
+const decoder = new TextDecoder()
+
+/** A JSON request body, parsed; a clear 400 for the wrong content type or malformed JSON. */
+export const jsonBodyOf = (
+  request: GatewayRequest,
+  bytes: Uint8Array
+): Either.Either<unknown, GatewayError.InvalidRequest> => {
+  const contentType = header(request.headers, "content-type")
+  if (contentType === undefined || !/^application\/([\w.+-]*\+)?json\b/i.test(contentType.trim())) {
+    return Either.left(
+      new GatewayError.InvalidRequest({
+        message: `Content-Type must be application/json (got ${contentType ?? "none"})`
+      })
+    )
+  }
+  try {
+    return Either.right(JSON.parse(decoder.decode(bytes)) as unknown)
+  } catch (e) {
+    return Either.left(
+      new GatewayError.InvalidRequest({ message: `Malformed JSON in request body: ${(e as Error).message}` })
+    )
+  }
+}
+
+const missingKey = () =>
+  new GatewayError.Unauthenticated({
+    message: "Missing API key: send Authorization: Bearer <key> or x-api-key: <key>"
+  })
+
+const invalidKey = () => new GatewayError.Unauthenticated({ message: "Invalid API key" })
+
+const managementOnly = () =>
+  new GatewayError.PermissionDenied({ message: "Only management keys can perform this operation" })
+
+const newRequestId = (): string => `req_${globalThis.crypto.randomUUID().replaceAll("-", "")}`
+
+/** What is known of a request refused before any handler ran (or answered without a model, see `Recorded`). */
+export interface Refused {
+  readonly request: GatewayRequest
+  readonly requestId: string
+  /** Method and pattern, or method and path for an unknown path. */
+  readonly route: string
+  readonly status: number
+  readonly errorType: string | null
+  readonly principal: Keys.Principal | undefined
+  readonly sessionId: string | undefined
+  readonly createdAt: number
+  readonly latencyMs: number
+}
+
+/** The usage record of a request refused before any handler ran: no model, no tokens, no attempt. */
+export const refusal = (
+  { createdAt, errorType, latencyMs, principal, request, requestId, route, sessionId, status }: Refused
+): UsageLog.UsageRecord => {
+  const app = RequestHeaders.app(request.headers)
+  return {
+    requestId,
+    createdAt,
+    route,
+    keyId: principal?.keyId ?? null,
+    workspace: principal?.workspace ?? null,
+    model: null,
+    provider: null,
+    endpointId: null,
+    stream: false,
+    status,
+    errorType,
+    inputTokens: 0,
+    outputTokens: 0,
+    cacheReadTokens: 0,
+    cacheWriteTokens: 0,
+    cost: "0",
+    latencyMs,
+    ttfbMs: null,
+    attempts: 0,
+    sessionId: sessionId ?? null,
+    user: null,
+    appReferer: app.referer ?? null,
+    appTitle: app.title ?? null,
+    appCategories: app.categories ?? null,
+    metadata: null
+  }
+}
+
+/** Past this many characters, the path of an unknown route is cut in its usage record (clients choose it). */
+const MAX_RECORDED_PATH = 256
+
+/** A 404 or 405: answered and recorded before any route is chosen. */
+const unmatched = <R>(
+  table: RouteTable.Table<R>,
+  request: GatewayRequest,
+  requestId: string,
+  entry: RouteTable.PathEntry<R> | undefined
+): Effect.Effect<GatewayResponse, never, UsageLog.UsageLog> => {
+  const { method, path } = request
+  const response = entry === undefined
+    ? ErrorResponses.of(table.familyOf(path))(
+      new GatewayError.NotFound({ message: `No route for ${method} ${path}` }),
+      requestId
+    )
+    : ErrorResponses.methodNotAllowed(entry.family, method, path, entry.allow, requestId)
+  const shown = entry !== undefined
+    ? entry.pattern
+    : path.length > MAX_RECORDED_PATH
+    ? `${path.slice(0, MAX_RECORDED_PATH)}…`
+    : path
+  const errorType = entry === undefined ? "not_found_error" : "invalid_request_error"
+  return Effect.clockWith((clock) =>
+    Effect.flatMap(UsageLog.UsageLog, (log) => {
+      const now = clock.unsafeCurrentTimeMillis()
+      const record = refusal({
+        request,
+        requestId,
+        route: `${method} ${shown}`,
+        status: response.status,
+        errorType,
+        principal: undefined,
+        sessionId: undefined,
+        createdAt: now,
+        latencyMs: 0
+      })
+      return Effect.as(log.record(record), response)
+    })
+  )
+}
+
+/** A matched request on its way through the checks to its handler. */
+interface Dispatch<R> {
+  readonly compiled: RouteTable.Compiled<R>
+  readonly family: RouteTable.Family
+  readonly request: GatewayRequest
+  readonly requestId: string
+  readonly params: RouteTable.Params
+  readonly services: Context.Context<R | Requirements>
+  readonly clock: Clock.Clock
+  readonly started: number
+}
+
+/** Answers a request refused before its handler, in its route's error body, and records it. */
+const refuse = <R>(
+  d: Dispatch<R>,
+  error: GatewayError.GatewayError,
+  principal?: Keys.Principal,
+  sessionId?: string
+): Effect.Effect<GatewayResponse> => {
+  const response = ErrorResponses.of(d.family)(error, d.requestId)
+  const record = refusal({
+    request: d.request,
+    requestId: d.requestId,
+    route: d.compiled.name,
+    status: response.status,
+    errorType: GatewayError.describe(error).type,
+    principal,
+    sessionId,
+    createdAt: d.started,
+    latencyMs: d.clock.unsafeCurrentTimeMillis() - d.started
+  })
+  return Effect.as(Context.get(d.services, UsageLog.UsageLog).record(record), response)
+}
+
+/** Runs the handler; its failures become the family's error body (its use case has recorded them). */
+const handle = <R>(
+  d: Dispatch<R>,
+  principal: Keys.Principal | undefined,
+  sessionId: string | undefined,
+  body: unknown,
+  bodyBytes: number
+): Effect.Effect<GatewayResponse, never, R> =>
+  Effect.catchAll(
+    d.compiled.handler({
+      request: d.request,
+      requestId: d.requestId,
+      route: d.compiled.name,
+      params: d.params,
+      query: RouteTable.parseQuery(d.request.query),
+      body,
+      bodyBytes,
+      sessionId,
+      principal,
+      services: d.services
+    }),
+    (error) => Effect.succeed(ErrorResponses.of(d.family)(error, d.requestId))
+  )
+
+/** After the key: the session id header and the body, when the route reads them, then the handler. */
+const serve = <R>(d: Dispatch<R>, principal: Keys.Principal | undefined): Effect.Effect<GatewayResponse, never, R> => {
+  const route = d.compiled.route
+  let sessionId: string | undefined
+  if (route.session === true) {
+    const checked = RequestHeaders.sessionId(d.request.headers)
+    if (Either.isLeft(checked)) return refuse(d, checked.left, principal)
+    sessionId = checked.right
+  }
+  if (route.body !== "json") return handle(d, principal, sessionId, undefined, 0)
+  return Effect.matchEffect(d.request.body, {
+    onFailure: (error) => refuse(d, error, principal, sessionId),
+    onSuccess: (bytes) => {
+      const body = jsonBodyOf(d.request, bytes)
+      return Either.isLeft(body)
+        ? refuse(d, body.left, principal, sessionId)
+        : handle(d, principal, sessionId, body.right, bytes.byteLength)
+    }
+  })
+}
+
+/** The key, as the route's access level asks: none, any valid key, or a management key. */
+const authorize = <R>(d: Dispatch<R>): Effect.Effect<GatewayResponse, never, R> => {
+  const access = d.compiled.route.access
+  if (access === "public") return serve(d, undefined)
+  const secret = ApiKeys.credential(d.request.headers)
+  if (secret === undefined) return refuse(d, missingKey())
+  return Effect.flatMap(Context.get(d.services, Keys.Keys).authenticate(ApiKeys.digest(secret)), (principal) => {
+    if (Option.isNone(principal)) return refuse(d, invalidKey())
+    if (access === "management" && !principal.value.management) return refuse(d, managementOnly(), principal.value)
+    return serve(d, principal.value)
+  })
+}
+
+/**
+ * The request handler of a route table. Each check answers a refusal itself (continuation style, rather than a chain
+ * that fails and is caught), so that only a handler's failures go unrecorded here, and the hot path takes no more
+ * Effect steps than it needs: one to read the fiber's services and clock, the key look-up, the body, the handler.
+ */
+export const make = <R>(
+  table: RouteTable.Table<R>
+): (request: GatewayRequest) => Effect.Effect<GatewayResponse, never, R | Requirements> =>
+(request) => {
+  const requestId = newRequestId()
+  const found = table.find(request.path)
+  if (found === undefined) return unmatched(table, request, requestId, undefined)
+  const entry = found.handler
+  const compiled = entry.methods.get(request.method)
+  if (compiled === undefined) return unmatched(table, request, requestId, entry)
+  // One step for the services and the clock: `Effect.contextWithEffect` inside `Effect.clockWith` takes three.
+  return Effect.withFiberRuntime((fiber) => {
+    const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
+    return authorize({
+      compiled,
+      family: entry.family,
+      request,
+      requestId,
+      params: found.params,
+      services: fiber.currentContext as Context.Context<R | Requirements>,
+      clock,
+      started: clock.unsafeCurrentTimeMillis()
+    })
+  })
+}

@@ -1,0 +1,94 @@
+/**
+ * OpenAI chat completions served by an Anthropic-protocol provider: the chat body translated into a Messages request
+ * (`ChatRequest`), the message or its stream of events translated back into a `chat.completion` or
+ * `chat.completion.chunk`s as each event arrives (`ChatAnswer`). Other OpenAI-protocol APIs (embeddings, responses)
+ * are `unsupported` here, so the executor tries the next endpoint.
+ */
+import { Upstream, type Wire } from "@model-gateway/core"
+import { Chunk, Effect, Either, type Scope } from "effect"
+import * as ChatTranslate from "./ChatTranslate.js"
+
+/** The Messages calls of an Anthropic adapter. */
+export interface MessagesCalls {
+  readonly createMessage: (call: Upstream.MessagesCall) => Effect.Effect<Wire.Message, Upstream.UpstreamError>
+  readonly streamMessage: (
+    call: Upstream.MessagesCall
+  ) => Effect.Effect<Upstream.EventPull, Upstream.UpstreamError, Scope.Scope>
+}
+
+/** The cap sent when neither the client nor the endpoint gives one: Anthropic requires `max_tokens`. */
+const DEFAULT_MAX_TOKENS = 4096
+
+const unsupported = (call: Upstream.OpenAiCall) =>
+  new Upstream.UpstreamError({
+    kind: "unsupported",
+    message: `an Anthropic-protocol provider cannot serve the OpenAI ${call.api} API`
+  })
+
+const translated = (call: Upstream.OpenAiCall, stream: boolean) =>
+  Either.map(
+    ChatTranslate.toMessagesRequest(call.body, {
+      upstreamModel: call.endpoint.upstreamModel,
+      stream,
+      defaultMaxTokens: call.endpoint.maxCompletionTokens ?? DEFAULT_MAX_TOKENS
+    }),
+    (body): Upstream.MessagesCall => ({ endpoint: call.endpoint, body, headers: {} })
+  )
+
+const presentation = (call: Upstream.OpenAiCall) => {
+  const reasoning = call.body.reasoning as { exclude?: unknown } | null | undefined
+  return {
+    model: String(call.body.model ?? call.endpoint.upstreamModel),
+    created: Math.floor(Date.now() / 1000),
+    includeReasoning: reasoning?.exclude !== true
+  }
+}
+
+/** `createOpenAi` and `streamOpenAi` over an adapter's Messages calls. */
+export const make = (calls: MessagesCalls) => ({
+  createOpenAi: (call: Upstream.OpenAiCall): Effect.Effect<Wire.JsonObject, Upstream.UpstreamError> => {
+    if (call.api !== "chat") return Effect.fail(unsupported(call))
+    return Effect.flatMap(
+      translated(call, false),
+      (messagesCall) =>
+        Effect.map(
+          calls.createMessage(messagesCall),
+          (message) => ChatTranslate.toChatCompletion(message, presentation(call))
+        )
+    )
+  },
+  streamOpenAi: (call: Upstream.OpenAiCall): Effect.Effect<Upstream.JsonPull, Upstream.UpstreamError, Scope.Scope> => {
+    if (call.api !== "chat") return Effect.fail(unsupported(call))
+    return Effect.flatMap(
+      translated(call, true),
+      (messagesCall) =>
+        Effect.map(calls.streamMessage(messagesCall), (pull) => {
+          // The gateway always asks for usage (it bills it); a client that did not ask does not get the usage chunk.
+          const translator = ChatTranslate.makeChunkTranslator({
+            ...presentation(call),
+            id: `chatcmpl-${globalThis.crypto.randomUUID().replaceAll("-", "")}`,
+            includeUsage: true
+          })
+          let ended = false
+          const next: Upstream.JsonPull = Effect.flatMap(pull, (events) => {
+            if (events === undefined) {
+              if (ended) return Effect.succeed(undefined)
+              ended = true
+              return Either.match(translator.end(), {
+                onLeft: Effect.fail,
+                onRight: (chunks) => Effect.succeed(chunks.length === 0 ? undefined : Chunk.unsafeFromArray(chunks))
+              })
+            }
+            const out: Array<Wire.JsonObject> = []
+            for (const event of events) {
+              const chunks = translator.push(event)
+              if (Either.isLeft(chunks)) return Effect.fail(chunks.left)
+              for (const chunk of chunks.right) out.push(chunk)
+            }
+            return Effect.succeed(Chunk.unsafeFromArray(out))
+          })
+          return next
+        })
+    )
+  }
+})

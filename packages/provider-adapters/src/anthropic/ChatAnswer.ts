@@ -1,0 +1,267 @@
+/**
+ * Pure translation of an Anthropic Messages answer (a message, or its stream of events) into the OpenAI chat
+ * completions answer the gateway's `/v1/chat/completions` front door gives: a `chat.completion`, or
+ * `chat.completion.chunk`s made as each event arrives. No I/O, no SSE framing.
+ */
+import { Upstream, Wire } from "@model-gateway/core"
+import { Either } from "effect"
+
+type JsonObject = Wire.JsonObject
+type UpstreamError = Upstream.UpstreamError
+
+const isObject = Wire.isJsonObject
+
+const asObject = (u: unknown): JsonObject | undefined => (isObject(u) ? u : undefined)
+
+const asString = (u: unknown): string | undefined => (typeof u === "string" ? u : undefined)
+
+const asNumber = (u: unknown): number | undefined => (typeof u === "number" && Number.isFinite(u) ? u : undefined)
+
+const transport = (message: string): UpstreamError => new Upstream.UpstreamError({ kind: "transport", message })
+
+/**
+ * The chat `finish_reason` of an Anthropic `stop_reason`: `end_turn`, `stop_sequence`, `pause_turn` (and any reason
+ * not known here) → `stop`, `max_tokens` and `model_context_window_exceeded` → `length`, `tool_use` → `tool_calls`,
+ * `refusal` → `content_filter`, none yet → `null`.
+ */
+export const finishReason = (stopReason: unknown): string | null => {
+  switch (stopReason) {
+    case null:
+    case undefined:
+      return null
+    case "max_tokens":
+    case "model_context_window_exceeded":
+      return "length"
+    case "tool_use":
+      return "tool_calls"
+    case "refusal":
+      return "content_filter"
+    default:
+      return "stop"
+  }
+}
+
+/**
+ * Anthropic usage as chat completions usage. Anthropic's `input_tokens` excludes cache reads and writes, OpenAI's
+ * `prompt_tokens` includes them: `prompt_tokens` is their sum, `prompt_tokens_details.cached_tokens` the cache reads
+ * and `cache_write_tokens` (OpenRouter's name) the cache writes, each token counted once.
+ */
+export const chatUsage = (usage: Partial<Wire.Usage>): JsonObject => {
+  const cacheRead = asNumber(usage.cache_read_input_tokens) ?? 0
+  const cacheWrite = asNumber(usage.cache_creation_input_tokens) ?? 0
+  const prompt = (asNumber(usage.input_tokens) ?? 0) + cacheRead + cacheWrite
+  const completion = asNumber(usage.output_tokens) ?? 0
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    prompt_tokens_details: { cached_tokens: cacheRead, cache_write_tokens: cacheWrite }
+  }
+}
+
+/** How the answer is presented to the client. */
+export interface ChatCompletionOptions {
+  /** The model id the client asked for. */
+  readonly model: string
+  /** Unix seconds. */
+  readonly created: number
+  /** Return thinking as `reasoning` (default true; false for OpenRouter's `reasoning: {exclude: true}`). */
+  readonly includeReasoning?: boolean | undefined
+}
+
+/**
+ * Translates an Anthropic message into a `chat.completion`: text blocks joined as `content` (null without text),
+ * `tool_use` blocks as `tool_calls` (ids kept, `arguments` the JSON of `input`), thinking joined as `reasoning`.
+ * Redacted thinking, server tool blocks and citations have no chat completions form and are left out.
+ */
+export const toChatCompletion = (message: Wire.Message, options: ChatCompletionOptions): JsonObject => {
+  const texts: Array<string> = []
+  const thinking: Array<string> = []
+  const toolCalls: Array<JsonObject> = []
+  for (const block of message.content) {
+    if (block.type === "text") texts.push(asString(block.text) ?? "")
+    else if (block.type === "thinking") thinking.push(asString(block.thinking) ?? "")
+    else if (block.type === "tool_use") {
+      toolCalls.push({
+        id: block.id,
+        type: "function",
+        function: { name: block.name, arguments: JSON.stringify(block.input ?? {}) }
+      })
+    }
+  }
+  const answer: JsonObject = { role: "assistant", content: texts.length > 0 ? texts.join("") : null, refusal: null }
+  if (toolCalls.length > 0) answer.tool_calls = toolCalls
+  if (thinking.length > 0 && options.includeReasoning !== false) answer.reasoning = thinking.join("")
+  return {
+    id: `chatcmpl-${message.id}`,
+    object: "chat.completion",
+    created: options.created,
+    model: options.model,
+    choices: [{ index: 0, message: answer, finish_reason: finishReason(message.stop_reason), logprobs: null }],
+    usage: chatUsage(message.usage)
+  }
+}
+
+/** The stream's own `error` event, classified as the Anthropic adapter classifies it. */
+const streamError = (event: Wire.StreamEvent): UpstreamError => {
+  const error = asObject(event.error)
+  const type = asString(error?.type)
+  const kind: Upstream.UpstreamFailure = type === "overloaded_error"
+    ? "overloaded"
+    : type === "rate_limit_error"
+    ? "rate_limited"
+    : type === "invalid_request_error"
+    ? "invalid_request"
+    : type === "timeout_error"
+    ? "timeout"
+    : "server_error"
+  return new Upstream.UpstreamError({
+    kind,
+    message: asString(error?.message) ?? "upstream stream error",
+    errorType: type
+  })
+}
+
+/** The chunks' identity; `includeUsage` is the client's `stream_options.include_usage`. */
+export interface ChunkTranslatorOptions extends ChatCompletionOptions {
+  readonly id: string
+  readonly includeUsage: boolean
+}
+
+/** Incremental translator of one Anthropic stream into `chat.completion.chunk` objects. */
+export interface ChunkTranslator {
+  /** One Anthropic event in; the chunks it implies out, at once. An `error` event is a `Left`. */
+  readonly push: (event: Wire.StreamEvent) => Either.Either<ReadonlyArray<JsonObject>, UpstreamError>
+  /** The upstream stream ended: nothing more after `message_stop`, a `transport` failure without it. */
+  readonly end: () => Either.Either<ReadonlyArray<JsonObject>, UpstreamError>
+}
+
+/**
+ * Makes a translator for one streamed answer. The chunk with `delta: {role: "assistant", content: ""}` is sent once,
+ * just before the first chunk with content or the finish (so nothing is sent before content and a failure then can
+ * still fall over). Tool calls are numbered 0, 1, 2… in the order their blocks start, whatever the Anthropic block
+ * index, and the fragments of each go to its number. The usage chunk (`choices: []`) comes at `message_stop` when
+ * asked for: input and cache figures from `message_start`, replaced by any `message_delta` gives, output from the
+ * last `message_delta`.
+ */
+export const makeChunkTranslator = (options: ChunkTranslatorOptions): ChunkTranslator => {
+  let started = false
+  let announced = false
+  let stopped = false
+  let toolCalls = 0
+  /** Anthropic block index → tool call number (undefined for other blocks). */
+  const blocks = new Map<number, number | undefined>()
+  const usage: Partial<Wire.Usage> = {}
+  const frame = { id: options.id, object: "chat.completion.chunk", created: options.created, model: options.model }
+
+  const chunk = (delta: JsonObject, finish: string | null = null): JsonObject => ({
+    ...frame,
+    choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }]
+  })
+
+  const emit = (out: Array<JsonObject>, delta: JsonObject, finish: string | null = null): void => {
+    if (!announced) {
+      announced = true
+      out.push(chunk({ role: "assistant", content: "" }))
+    }
+    out.push(chunk(delta, finish))
+  }
+
+  const addUsage = (source: unknown): void => {
+    for (const [key, value] of Object.entries(asObject(source) ?? {})) {
+      if (asNumber(value) !== undefined) usage[key] = value
+    }
+  }
+
+  const textDelta = (out: Array<JsonObject>, text: unknown): void => {
+    if (typeof text === "string" && text !== "") emit(out, { content: text })
+  }
+
+  const thinkingDelta = (out: Array<JsonObject>, thinking: unknown): void => {
+    if (typeof thinking === "string" && thinking !== "" && options.includeReasoning !== false) {
+      emit(out, { reasoning: thinking })
+    }
+  }
+
+  const blockStart = (event: Wire.StreamEvent, out: Array<JsonObject>): void => {
+    const index = asNumber(event.index) ?? 0
+    const block = asObject(event.content_block) ?? {}
+    if (block.type !== "tool_use") {
+      blocks.set(index, undefined)
+      if (block.type === "text") textDelta(out, block.text)
+      if (block.type === "thinking") thinkingDelta(out, block.thinking)
+      return
+    }
+    const k = toolCalls++
+    blocks.set(index, k)
+    const input = asObject(block.input)
+    const args = input && Object.keys(input).length > 0 ? JSON.stringify(input) : ""
+    emit(out, {
+      tool_calls: [{ index: k, id: block.id, type: "function", function: { name: block.name, arguments: args } }]
+    })
+  }
+
+  const blockDelta = (event: Wire.StreamEvent, out: Array<JsonObject>): void => {
+    const index = asNumber(event.index) ?? 0
+    if (!blocks.has(index)) throw transport(`upstream sent a delta for block ${index}, which never started`)
+    const delta = asObject(event.delta) ?? {}
+    switch (delta.type) {
+      case "text_delta":
+        textDelta(out, delta.text)
+        break
+      case "thinking_delta":
+        thinkingDelta(out, delta.thinking)
+        break
+      case "input_json_delta": {
+        const k = blocks.get(index)
+        const partial = asString(delta.partial_json)
+        if (k !== undefined && partial) emit(out, { tool_calls: [{ index: k, function: { arguments: partial } }] })
+        break
+      }
+    }
+  }
+
+  const translate = (event: Wire.StreamEvent): ReadonlyArray<JsonObject> => {
+    if (stopped || event.type === "ping") return []
+    if (event.type === "error") throw streamError(event)
+    if (event.type === "message_start") {
+      if (started) throw transport("upstream sent a second message_start")
+      started = true
+      addUsage(asObject(event.message)?.usage)
+      return []
+    }
+    if (!started) throw transport(`upstream sent ${event.type} before message_start`)
+    const out: Array<JsonObject> = []
+    switch (event.type) {
+      case "content_block_start":
+        blockStart(event, out)
+        break
+      case "content_block_delta":
+        blockDelta(event, out)
+        break
+      case "message_delta": {
+        addUsage(event.usage)
+        const finish = finishReason(asObject(event.delta)?.stop_reason)
+        if (finish !== null) emit(out, {}, finish)
+        break
+      }
+      case "message_stop":
+        stopped = true
+        if (options.includeUsage) out.push({ ...frame, choices: [], usage: chatUsage(usage) })
+        break
+    }
+    return out
+  }
+
+  return {
+    push: (event) => {
+      try {
+        return Either.right(translate(event))
+      } catch (error) {
+        if (error instanceof Upstream.UpstreamError) return Either.left(error)
+        throw error
+      }
+    },
+    end: () => (stopped ? Either.right([]) : Either.left(transport("upstream stream ended before message_stop")))
+  }
+}

@@ -1,0 +1,415 @@
+/**
+ * Pure translation of an OpenAI chat completions request (the gateway's `/v1/chat/completions` front door) into an
+ * Anthropic Messages request, for an upstream that speaks the Anthropic protocol. No I/O.
+ */
+import { Upstream, Wire } from "@model-gateway/core"
+import { Either } from "effect"
+
+type JsonObject = Wire.JsonObject
+type UpstreamError = Upstream.UpstreamError
+type UpstreamFailure = Upstream.UpstreamFailure
+
+/** The target upstream's model id, whether to stream, and the cap sent when the client gave none. */
+export interface MessagesRequestOptions {
+  readonly upstreamModel: string
+  readonly stream: boolean
+  /** Sent as `max_tokens` when the client gave no cap: Anthropic requires one. */
+  readonly defaultMaxTokens: number
+}
+
+const isObject = Wire.isJsonObject
+
+const asObject = (u: unknown): JsonObject | undefined => (isObject(u) ? u : undefined)
+
+const asString = (u: unknown): string | undefined => (typeof u === "string" ? u : undefined)
+
+const asNumber = (u: unknown): number | undefined => (typeof u === "number" && Number.isFinite(u) ? u : undefined)
+
+const isAbsent = (u: unknown): u is null | undefined => u === undefined || u === null
+
+const fail = (kind: UpstreamFailure, message: string): never => {
+  throw new Upstream.UpstreamError({ kind, message })
+}
+
+/** An optional array field: `[]` when absent or null, refused when anything else than an array. */
+const arrayField = (value: unknown, name: string): ReadonlyArray<unknown> => {
+  if (isAbsent(value)) return []
+  return Array.isArray(value) ? value : fail("invalid_request", `${name} must be an array`)
+}
+
+const unsupported = (what: string): never => fail("unsupported", `${what} cannot be sent to an Anthropic upstream`)
+
+const attempt = <A>(f: () => A): Either.Either<A, UpstreamError> => {
+  try {
+    return Either.right(f())
+  } catch (error) {
+    if (error instanceof Upstream.UpstreamError) return Either.left(error)
+    throw error
+  }
+}
+
+/** A numeric field, `undefined` when absent or null; anything else than a finite number is refused. */
+const numberField = (chat: JsonObject, key: string): number | undefined => {
+  const value = chat[key]
+  if (isAbsent(value)) return undefined
+  return typeof value === "number" && Number.isFinite(value)
+    ? value
+    : fail("invalid_request", `${key} must be a number`)
+}
+
+const MIN_THINKING_BUDGET = 1024
+
+/** The system instruction standing for `response_format: {type: "json_object"}`. */
+export const JSON_OBJECT_INSTRUCTION =
+  "Answer with a single valid JSON object and nothing else: no prose, no code fence."
+
+// ---------------------------------------------------------------------------------------------------
+// content
+
+const withCacheControl = (block: JsonObject, part: JsonObject): JsonObject =>
+  part.cache_control === undefined ? block : { ...block, cache_control: part.cache_control }
+
+const textBlock = (text: unknown, part: JsonObject): JsonObject | undefined => {
+  const value = asString(text) ?? fail("invalid_request", `a ${String(part.type)} content part needs a string`)
+  return value === "" ? undefined : withCacheControl({ type: "text", text: value }, part)
+}
+
+const parseDataUri = (uri: string): { readonly mediaType: string; readonly data: string } | undefined => {
+  if (!uri.startsWith("data:")) return undefined
+  const comma = uri.indexOf(",")
+  const params = uri.slice(5, comma === -1 ? 5 : comma).split(";")
+  if (comma === -1 || params.at(-1)?.toLowerCase() !== "base64" || params[0] === "") {
+    return fail("invalid_request", "a data: URI must be of the form data:<media type>;base64,<data>")
+  }
+  return { mediaType: params[0]!.toLowerCase(), data: uri.slice(comma + 1) }
+}
+
+const imageBlock = (part: JsonObject): JsonObject => {
+  const image = part.image_url
+  const url = asString(image) ?? asString(asObject(image)?.url) ??
+    fail("invalid_request", "image_url part without a url")
+  const data = parseDataUri(url)
+  if (data) {
+    if (!data.mediaType.startsWith("image/")) fail("invalid_request", `image_url data of type ${data.mediaType}`)
+    return withCacheControl({
+      type: "image",
+      source: { type: "base64", media_type: data.mediaType, data: data.data }
+    }, part)
+  }
+  if (!/^https?:\/\//i.test(url)) fail("invalid_request", "image_url must be a base64 data: URI or an http(s) URL")
+  return withCacheControl({ type: "image", source: { type: "url", url } }, part)
+}
+
+const documentBlock = (part: JsonObject): JsonObject => {
+  const file = asObject(part.file) ?? fail("invalid_request", "file part without a file")
+  if (!isAbsent(file.file_id)) unsupported("a file part referring to an uploaded file_id (send file_data)")
+  const uri = asString(file.file_data) ?? fail("invalid_request", "file part without file_data")
+  const data = parseDataUri(uri) ?? fail("invalid_request", "file_data must be a base64 data: URI")
+  if (data.mediaType !== "application/pdf") unsupported(`a file of type ${data.mediaType} (only application/pdf)`)
+  const block: JsonObject = {
+    type: "document",
+    source: { type: "base64", media_type: data.mediaType, data: data.data }
+  }
+  if (typeof file.filename === "string" && file.filename !== "") block.title = file.filename
+  return withCacheControl(block, part)
+}
+
+const partBlock = (role: string, item: unknown): JsonObject | undefined => {
+  const part = asObject(item) ?? fail("invalid_request", `${role} message content parts must be objects`)
+  switch (part.type) {
+    case "text":
+      return textBlock(part.text, part)
+    case "refusal":
+      if (role === "assistant") return textBlock(part.refusal, part)
+      break
+    case "image_url":
+      if (role === "user") return imageBlock(part)
+      break
+    case "file":
+      if (role === "user") return documentBlock(part)
+      break
+    case "input_audio":
+      return unsupported("audio input (an input_audio content part)")
+  }
+  return unsupported(`a ${role} message content part of type ${String(part.type)}`)
+}
+
+/** The blocks of a message's content (a string or parts); empty texts are left out, as Anthropic refuses them. */
+const contentBlocks = (role: string, content: unknown): Array<JsonObject> => {
+  if (isAbsent(content)) return []
+  if (typeof content === "string") return content === "" ? [] : [{ type: "text", text: content }]
+  return arrayField(content, `${role} message content`).flatMap((part): Array<JsonObject> => {
+    const block = partBlock(role, part)
+    return block ? [block] : []
+  })
+}
+
+const parseArguments = (id: string, raw: unknown): JsonObject => {
+  if (isAbsent(raw)) return {}
+  if (isObject(raw)) return raw
+  const text = asString(raw) ?? fail("invalid_request", `tool call ${id}: function.arguments must be a JSON string`)
+  if (text.trim() === "") return {}
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    return fail("invalid_request", `tool call ${id}: function.arguments is not valid JSON`)
+  }
+  return asObject(parsed) ?? fail("invalid_request", `tool call ${id}: function.arguments is not a JSON object`)
+}
+
+const toolUseBlock = (item: unknown): JsonObject => {
+  const call = asObject(item) ?? fail("invalid_request", "assistant tool_calls entries must be objects")
+  const id = asString(call.id) ?? fail("invalid_request", "assistant tool call without an id")
+  if (!isAbsent(call.type) && call.type !== "function") unsupported(`tool call ${id} of type ${String(call.type)}`)
+  const fn = asObject(call.function) ?? fail("invalid_request", `tool call ${id} without a function`)
+  const name = asString(fn.name) ?? fail("invalid_request", `tool call ${id} without a function name`)
+  return { type: "tool_use", id, name, input: parseArguments(id, fn.arguments) }
+}
+
+const toolResultBlock = (message: JsonObject): JsonObject => {
+  const id = asString(message.tool_call_id) ?? fail("invalid_request", "tool message without tool_call_id")
+  const content = typeof message.content === "string" ? message.content : contentBlocks("tool", message.content)
+  return content.length === 0
+    ? { type: "tool_result", tool_use_id: id }
+    : { type: "tool_result", tool_use_id: id, content }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// conversation
+
+interface Turn {
+  readonly role: "user" | "assistant"
+  readonly content: Array<JsonObject>
+}
+
+interface Conversation {
+  /** System texts in order, each a string (a message given as a string) or blocks (one given as parts). */
+  readonly system: Array<string | Array<JsonObject>>
+  readonly turns: Array<Turn>
+}
+
+/** Appends blocks to the conversation, into the last turn when it has the same role (Anthropic alternates roles). */
+const addTurn = (turns: Array<Turn>, role: Turn["role"], blocks: ReadonlyArray<JsonObject>): void => {
+  if (blocks.length === 0) return
+  const last = turns.at(-1)
+  if (last?.role === role) last.content.push(...blocks)
+  else turns.push({ role, content: [...blocks] })
+}
+
+const conversation = (messages: unknown): Conversation => {
+  const list = Array.isArray(messages) ? messages : fail("invalid_request", "messages must be an array")
+  const system: Array<string | Array<JsonObject>> = []
+  const turns: Array<Turn> = []
+  for (const item of list) {
+    const message = asObject(item) ?? fail("invalid_request", "each message must be an object")
+    switch (message.role) {
+      case "system":
+      case "developer": {
+        if (typeof message.content === "string") {
+          if (message.content !== "") system.push(message.content)
+        } else {
+          const blocks = contentBlocks(String(message.role), message.content)
+          if (blocks.length > 0) system.push(blocks)
+        }
+        break
+      }
+      case "user":
+        addTurn(turns, "user", contentBlocks("user", message.content))
+        break
+      case "assistant": {
+        if (!isAbsent(message.function_call)) unsupported("the legacy function_call (use tool_calls)")
+        const calls = arrayField(message.tool_calls, "assistant tool_calls")
+        addTurn(turns, "assistant", [...contentBlocks("assistant", message.content), ...calls.map(toolUseBlock)])
+        break
+      }
+      case "tool":
+        addTurn(turns, "user", [toolResultBlock(message)])
+        break
+      case "function":
+        return unsupported("a message of the legacy function role (use tool messages)")
+      default:
+        return fail("invalid_request", `unknown message role ${String(message.role)}`)
+    }
+  }
+  if (turns.length === 0) fail("invalid_request", "messages must hold at least one user or assistant message")
+  return { system, turns }
+}
+
+/** A single plain text block is sent as a string, as most clients write it. */
+const turnContent = (blocks: ReadonlyArray<JsonObject>): unknown => {
+  const only = blocks.length === 1 ? blocks[0]! : undefined
+  return only?.type === "text" && Object.keys(only).length === 2 ? only.text : blocks
+}
+
+const systemField = (system: ReadonlyArray<string | ReadonlyArray<JsonObject>>): unknown => {
+  if (system.length === 0) return undefined
+  if (system.every((entry) => typeof entry === "string")) return system.join("\n\n")
+  return system.flatMap((entry) => (typeof entry === "string" ? [{ type: "text", text: entry }] : entry))
+}
+
+// ---------------------------------------------------------------------------------------------------
+// tools
+
+const toolDefinition = (item: unknown): JsonObject => {
+  const tool = asObject(item) ?? fail("invalid_request", "tools entries must be objects")
+  if (!isAbsent(tool.type) && tool.type !== "function") unsupported(`a tool of type ${String(tool.type)}`)
+  const fn = asObject(tool.function) ?? fail("invalid_request", "function tool without a function")
+  const out: JsonObject = { name: asString(fn.name) ?? fail("invalid_request", "function tool without a name") }
+  if (typeof fn.description === "string") out.description = fn.description
+  out.input_schema = asObject(fn.parameters) ?? { type: "object", properties: {} }
+  return out
+}
+
+const toolChoice = (choice: unknown, disableParallel: boolean): JsonObject | undefined => {
+  let out: JsonObject
+  if (isAbsent(choice) || choice === "auto") {
+    if (isAbsent(choice) && !disableParallel) return undefined
+    out = { type: "auto" }
+  } else if (choice === "none") {
+    return { type: "none" }
+  } else if (choice === "required") {
+    out = { type: "any" }
+  } else if (isObject(choice) && choice.type === "function") {
+    const name = asString(asObject(choice.function)?.name) ?? fail("invalid_request", "tool_choice without a name")
+    out = { type: "tool", name }
+  } else if (isObject(choice)) {
+    return unsupported(`tool_choice of type ${String(choice.type)}`)
+  } else {
+    return fail("invalid_request", `unknown tool_choice ${JSON.stringify(choice)}`)
+  }
+  if (disableParallel) out.disable_parallel_tool_use = true
+  return out
+}
+
+// ---------------------------------------------------------------------------------------------------
+// reasoning and output format
+
+const effortBudget = (effort: unknown, field: string): number | undefined => {
+  switch (effort) {
+    case "none":
+    case "minimal":
+      return undefined
+    case "low":
+      return 1024
+    case "medium":
+      return 4096
+    case "high":
+      return 16384
+    case "xhigh":
+      return 32768
+    default:
+      return fail("invalid_request", `${field} must be one of none, minimal, low, medium, high, xhigh`)
+  }
+}
+
+/** The thinking budget asked for: OpenRouter's `reasoning` object first, then `reasoning_effort`. */
+const requestedBudget = (chat: JsonObject): number | undefined => {
+  const reasoning = asObject(chat.reasoning)
+  if (reasoning?.enabled === false) return undefined
+  const max = asNumber(reasoning?.max_tokens)
+  if (max !== undefined) return Math.max(max, MIN_THINKING_BUDGET)
+  if (!isAbsent(reasoning?.effort)) return effortBudget(reasoning?.effort, "reasoning.effort")
+  if (!isAbsent(chat.reasoning_effort)) return effortBudget(chat.reasoning_effort, "reasoning_effort")
+  return reasoning?.enabled === true ? effortBudget("medium", "reasoning") : undefined
+}
+
+const outputFormat = (format: unknown, system: Array<string | Array<JsonObject>>): JsonObject | undefined => {
+  if (isAbsent(format)) return undefined
+  const spec = asObject(format) ?? fail("invalid_request", "response_format must be an object")
+  switch (spec.type) {
+    case "text":
+      return undefined
+    case "json_object":
+      system.push(JSON_OBJECT_INSTRUCTION)
+      return undefined
+    case "json_schema": {
+      const schema = asObject(asObject(spec.json_schema)?.schema) ??
+        fail("invalid_request", "response_format json_schema without a schema")
+      return { format: { type: "json_schema", schema } }
+    }
+    default:
+      return unsupported(`response_format of type ${String(spec.type)}`)
+  }
+}
+
+const refuseUnsupported = (chat: JsonObject): void => {
+  const n = asNumber(chat.n)
+  if (n !== undefined && n > 1) unsupported("n > 1 (several choices)")
+  if (chat.logprobs === true) unsupported("logprobs")
+  if (!isAbsent(chat.audio)) unsupported("audio output (the audio field)")
+  if (Array.isArray(chat.modalities) && chat.modalities.includes("audio")) unsupported("the audio modality")
+  if (!isAbsent(chat.functions)) unsupported("the legacy functions field (use tools)")
+  if (!isAbsent(chat.function_call)) unsupported("the legacy function_call field (use tool_choice)")
+}
+
+/**
+ * Translates an OpenAI chat completions body (gateway-only fields already stripped) into an Anthropic Messages body.
+ *
+ * `system` and `developer` messages, wherever they stand, go to `system`; tool messages become `tool_result` blocks
+ * of a user turn, and consecutive messages of one role are merged into one turn. Thinking is enabled from
+ * `reasoning_effort` (none/minimal: off, low 1024, medium 4096, high 16384, xhigh 32768 tokens) or OpenRouter's
+ * `reasoning` (`max_tokens`, at least 1024, else `effort`, else medium when `enabled`), kept below `max_tokens` and
+ * left off when that leaves under 1024 tokens or `tool_choice` forces a tool (Anthropic refuses both); with thinking,
+ * `temperature`, `top_k` and a `top_p` under 0.95 are dropped. Without thinking, `temperature` is capped at 1
+ * (Anthropic's range) and `top_p` is dropped when `temperature` is given (recent Claude models refuse both).
+ * `response_format: {type: "json_object"}` has no Anthropic equivalent: it becomes the system instruction
+ * `JSON_OBJECT_INSTRUCTION`, appended last. `cache_control` on content parts is kept.
+ *
+ * Dropped silently (no Anthropic equivalent, and refusing them would break common clients): `seed`,
+ * `frequency_penalty`, `presence_penalty`, `logit_bias`, `top_logprobs`, `service_tier`, `store`, `metadata`,
+ * `prediction`, `stream_options`, `verbosity`, `web_search_options`, `prompt_cache_key`, `parallel_tool_calls: true`,
+ * tools' `strict`, message `name`s, assistant `reasoning` and any other unknown field. Refused as `unsupported`:
+ * `n` > 1, `logprobs: true`, `audio`, the audio modality, audio input, uploaded `file_id`s, files other than PDF,
+ * non-function tools and the legacy `functions` / `function_call` / `function` role.
+ */
+export const toMessagesRequest = (
+  chat: JsonObject,
+  options: MessagesRequestOptions
+): Either.Either<JsonObject, UpstreamError> =>
+  attempt(() => {
+    refuseUnsupported(chat)
+    const { system, turns } = conversation(chat.messages)
+    const maxTokens = numberField(chat, "max_completion_tokens") ?? numberField(chat, "max_tokens") ??
+      options.defaultMaxTokens
+    const out: JsonObject = { model: options.upstreamModel }
+    const outputConfig = outputFormat(chat.response_format, system)
+    const systemValue = systemField(system)
+    if (systemValue !== undefined) out.system = systemValue
+    out.messages = turns.map((turn) => ({ role: turn.role, content: turnContent(turn.content) }))
+    out.max_tokens = maxTokens
+
+    const tools = arrayField(chat.tools, "tools")
+    const choice = tools.length > 0 ? toolChoice(chat.tool_choice, chat.parallel_tool_calls === false) : undefined
+    if (tools.length > 0) out.tools = tools.map(toolDefinition)
+    if (choice) out.tool_choice = choice
+
+    const requested = requestedBudget(chat)
+    const budget = requested === undefined ? undefined : Math.min(requested, maxTokens - 1)
+    const forced = choice?.type === "any" || choice?.type === "tool"
+    const thinking = budget !== undefined && budget >= MIN_THINKING_BUDGET && !forced
+    if (thinking) out.thinking = { type: "enabled", budget_tokens: budget }
+
+    const temperature = numberField(chat, "temperature")
+    const topP = numberField(chat, "top_p")
+    const topK = numberField(chat, "top_k")
+    if (thinking) {
+      if (topP !== undefined && topP >= 0.95) out.top_p = topP
+    } else {
+      if (temperature !== undefined) out.temperature = Math.min(temperature, 1)
+      if (topP !== undefined && temperature === undefined) out.top_p = topP
+      if (topK !== undefined) out.top_k = topK
+    }
+
+    const stop = typeof chat.stop === "string" ? [chat.stop] : arrayField(chat.stop, "stop")
+    const sequences = stop.filter((s) =>
+      typeof s === "string" ? s !== "" : fail("invalid_request", "stop must be a string or an array of strings")
+    )
+    if (sequences.length > 0) out.stop_sequences = sequences
+
+    const user = asString(chat.user) ?? asString(chat.safety_identifier)
+    if (user !== undefined && user !== "") out.metadata = { user_id: user }
+    if (outputConfig) out.output_config = outputConfig
+    out.stream = options.stream
+    return out
+  })

@@ -1,0 +1,98 @@
+/**
+ * OpenAI-protocol calls passed through to an OpenAI-compatible provider: the client's body (gateway fields already
+ * stripped, the model id the endpoint's) is sent as it is, and the answer comes back as it is, JSON or each event's
+ * parsed `data` as it arrives. Only the output-cap field is renamed when the endpoint takes the other one.
+ */
+import { Upstream } from "@model-gateway/core"
+import type { Wire } from "@model-gateway/core"
+import { Effect, type Scope } from "effect"
+import type { Transport } from "../internal/Transport.js"
+import { openEventStream, postJson } from "../internal/Transport.js"
+import * as OpenAiTranslate from "./OpenAiTranslate.js"
+
+export interface PassThroughOptions {
+  readonly baseUrl: string
+  readonly headers: Record<string, string>
+  readonly streamHeaders: Record<string, string>
+  /** The output-cap field the provider's endpoints take unless one says otherwise. */
+  readonly maxTokensField: "max_tokens" | "max_completion_tokens"
+}
+
+const describeError = (body: unknown, text: string) => {
+  const error = (body as { error?: { message?: unknown; type?: unknown; code?: unknown } } | undefined)?.error
+  return {
+    message: typeof error?.message === "string" ? error.message : text.slice(0, 500) || "upstream error",
+    type: typeof error?.type === "string" ? error.type : undefined
+  }
+}
+
+const malformed = new Upstream.UpstreamError({ kind: "transport", message: "upstream sent a malformed event" })
+
+/** A chat body with its output cap under the field the endpoint takes. */
+const capField = (call: Upstream.OpenAiCall, field: "max_tokens" | "max_completion_tokens"): Wire.JsonObject => {
+  const body = call.body
+  if (call.api !== "chat") return body
+  const want = call.endpoint.maxTokensField ?? field
+  const other = want === "max_tokens" ? "max_completion_tokens" : "max_tokens"
+  if (body[other] === undefined || body[want] !== undefined) return body
+  const out: Wire.JsonObject = {}
+  for (const key of Object.keys(body)) out[key === other ? want : key] = body[key]
+  return out
+}
+
+/** A failed Responses stream (`response.failed`, an `error` event), classified like an HTTP error. */
+const responsesError = (data: Wire.JsonObject): Upstream.UpstreamError | undefined => {
+  if (data.type === "error") return OpenAiTranslate.classifyInBandError(data)
+  if (data.type === "response.failed") {
+    const response = data.response as { error?: unknown } | undefined
+    return OpenAiTranslate.classifyInBandError(response?.error ?? { message: "the upstream response failed" })
+  }
+  return undefined
+}
+
+/** The pass-through calls of one provider. */
+export const make = (transport: Transport, options: PassThroughOptions) => {
+  const base = options.baseUrl.replace(/\/+$/, "")
+  const urlOf = (call: Upstream.OpenAiCall) => `${base}${Upstream.openAiPaths[call.api]}`
+
+  const createOpenAi = (call: Upstream.OpenAiCall): Effect.Effect<Wire.JsonObject, Upstream.UpstreamError> =>
+    postJson(transport, {
+      url: urlOf(call),
+      headers: options.headers,
+      body: JSON.stringify(capField(call, options.maxTokensField)),
+      stream: false,
+      describeError
+    }) as Effect.Effect<Wire.JsonObject, Upstream.UpstreamError>
+
+  const streamOpenAi = (call: Upstream.OpenAiCall): Effect.Effect<Upstream.JsonPull, never, Scope.Scope> =>
+    openEventStream(transport, {
+      url: urlOf(call),
+      headers: options.streamHeaders,
+      body: JSON.stringify(capField(call, options.maxTokensField)),
+      stream: true,
+      describeError
+    }, {
+      event: (message, out: Array<Wire.JsonObject>) => {
+        // `[DONE]` ends a chat stream: nothing after it is read.
+        if (message.data === "[DONE]") return true
+        let data: Wire.JsonObject
+        try {
+          data = JSON.parse(message.data) as Wire.JsonObject
+        } catch {
+          throw malformed
+        }
+        if (call.api === "chat" && data.error !== undefined && data.error !== null) {
+          throw OpenAiTranslate.classifyInBandError(data.error)
+        }
+        if (call.api === "responses") {
+          if (typeof data.type !== "string" && message.event !== undefined) data.type = message.event
+          const failure = responsesError(data)
+          if (failure !== undefined) throw failure
+        }
+        out.push(data)
+      },
+      end: () => {}
+    })
+
+  return { createOpenAi, streamOpenAi }
+}

@@ -1,0 +1,371 @@
+/**
+ * The gateway's configuration file: decoded with Schema, `${VAR}` / `${VAR:-default}` expanded from
+ * the environment first. A bad value stops start-up with a message naming the key; an unknown key
+ * is a warning, so an older gateway accepts a newer file.
+ */
+import type { Catalogue } from "@model-gateway/core"
+import { Cost } from "@model-gateway/core"
+import type { UpstreamRouter } from "@model-gateway/provider-adapters"
+import type { Effect } from "effect"
+import { Data, Either, ParseResult, Predicate, Schema } from "effect"
+
+const DecimalString = Schema.String.pipe(
+  Schema.filter((s) => Cost.isDecimal(s), {
+    message: () => "must be a non-negative decimal string such as \"0.000003\""
+  })
+)
+const PositiveInt = Schema.Int.pipe(Schema.positive())
+const MaxTokensField = Schema.Literal("max_tokens", "max_completion_tokens")
+
+const Pricing = Schema.Struct({
+  prompt: DecimalString,
+  completion: DecimalString,
+  request: Schema.optionalWith(DecimalString, { default: () => "0" }),
+  image: Schema.optionalWith(DecimalString, { default: () => "0" }),
+  inputCacheRead: Schema.optional(DecimalString),
+  inputCacheWrite: Schema.optional(DecimalString)
+})
+
+const EndpointConfig = Schema.Struct({
+  provider: Schema.String,
+  upstreamModel: Schema.String.pipe(Schema.minLength(1)),
+  pricing: Pricing,
+  contextLength: Schema.optional(PositiveInt),
+  maxCompletionTokens: Schema.optional(PositiveInt),
+  maxTokensField: Schema.optional(MaxTokensField),
+  apis: Schema.optional(Schema.Array(Schema.Literal("messages", "chat", "embeddings", "responses"))),
+  quantization: Schema.optional(Schema.String),
+  supportedParameters: Schema.optional(Schema.Array(Schema.String)),
+  inputModalities: Schema.optional(Schema.Array(Schema.String)),
+  zdr: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  dataCollection: Schema.optional(Schema.Literal("allow", "deny")),
+  supportsVoiceCloning: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  supportsMultipleAudioReferences: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  supportsImageReference: Schema.optionalWith(Schema.Boolean, { default: () => false })
+})
+
+const Score = Schema.Number.pipe(Schema.between(0, 1))
+
+const MaxTokensPolicy = Schema.Literal("clamp", "strict")
+
+const ModelConfig = Schema.Struct({
+  name: Schema.optional(Schema.String),
+  /** What the model outputs: `audio` makes it a speech model (`POST /v1/audio/speech`); `text` by default. */
+  outputModalities: Schema.optional(Schema.Array(Schema.String)),
+  /** A speech model's voices (listed by the model endpoints). */
+  voices: Schema.optional(Schema.Array(Schema.String)),
+  maxTokensPolicy: Schema.optional(MaxTokensPolicy),
+  endpoints: Schema.Array(EndpointConfig),
+  scores: Schema.optional(Schema.Struct({
+    code: Schema.optional(Score),
+    math: Schema.optional(Score),
+    writing: Schema.optional(Score),
+    analysis: Schema.optional(Score),
+    chat: Schema.optional(Score)
+  }))
+})
+
+const ModerationConfig = Schema.Union(
+  Schema.Struct({ kind: Schema.Literal("blocklist"), terms: Schema.Array(Schema.String.pipe(Schema.minLength(1))) }),
+  Schema.Struct({
+    kind: Schema.Literal("openai"),
+    baseUrl: Schema.String,
+    apiKey: Schema.optional(Schema.String),
+    model: Schema.optional(Schema.String)
+  })
+)
+
+const Panel = Schema.Array(Schema.String).pipe(Schema.minItems(1), Schema.maxItems(8))
+
+const FusionConfig = Schema.Struct({
+  panel: Schema.optional(Panel),
+  presets: Schema.optional(Schema.Struct({
+    "general-high": Schema.optional(Panel),
+    "general-budget": Schema.optional(Panel),
+    "general-fast": Schema.optional(Panel)
+  }))
+})
+
+const Timeouts = Schema.Struct({
+  connectMs: Schema.optional(PositiveInt),
+  requestMs: Schema.optional(PositiveInt),
+  firstByteMs: Schema.optional(PositiveInt),
+  idleMs: Schema.optional(PositiveInt)
+})
+
+const HttpProviderConfig = Schema.Struct({
+  kind: Schema.Literal("anthropic", "openai"),
+  baseUrl: Schema.String.pipe(
+    Schema.filter((s) => /^https?:\/\/[^\s]+$/.test(s), { message: () => "must be an http(s) URL" })
+  ),
+  apiKey: Schema.optional(Schema.String),
+  headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
+  timeouts: Schema.optional(Timeouts),
+  maxTokensField: Schema.optional(MaxTokensField)
+})
+
+/** The local, offline speech engine: no URL, no key. */
+const LocalSpeechProviderConfig = Schema.Struct({
+  kind: Schema.Literal("local-speech"),
+  /** Worker threads (default 2). */
+  workers: Schema.optional(PositiveInt.pipe(Schema.lessThanOrEqualTo(64))),
+  /** The longest input in characters (default 20000). */
+  maxInputChars: Schema.optional(PositiveInt),
+  timeouts: Schema.optional(Schema.Struct({ firstByteMs: Schema.optional(PositiveInt) }))
+})
+
+const ProviderKind = Schema.Literal("anthropic", "openai", "local-speech")
+
+type ProviderType = typeof HttpProviderConfig.Type | typeof LocalSpeechProviderConfig.Type
+type ProviderEncoded = typeof HttpProviderConfig.Encoded | typeof LocalSpeechProviderConfig.Encoded
+
+const isProviderKind = Schema.is(ProviderKind)
+const decodeHttp = ParseResult.decodeUnknown(HttpProviderConfig)
+const decodeLocal = ParseResult.decodeUnknown(LocalSpeechProviderConfig)
+const encodeHttp = ParseResult.encodeUnknown(HttpProviderConfig)
+const encodeLocal = ParseResult.encodeUnknown(LocalSpeechProviderConfig)
+
+/** A provider, by its `kind` (so that an error is that kind's own, not every kind's). */
+const ProviderConfig: Schema.Schema<ProviderType, ProviderEncoded> = Schema.declare([], {
+  decode: () => (input, options): Effect.Effect<ProviderType, ParseResult.ParseIssue> => {
+    const kind = Predicate.isRecord(input) ? input.kind : undefined
+    if (kind !== undefined && !isProviderKind(kind)) {
+      return ParseResult.fail(new ParseResult.Pointer("kind", input, new ParseResult.Type(ProviderKind.ast, kind)))
+    }
+    return kind === "local-speech" ? decodeLocal(input, options) : decodeHttp(input, options)
+  },
+  encode: () => (input, options): Effect.Effect<ProviderEncoded, ParseResult.ParseIssue> =>
+    Predicate.isRecord(input) && input.kind === "local-speech"
+      ? encodeLocal(input, options)
+      : encodeHttp(input, options)
+}, { description: "a provider" }) as any
+
+const KeyConfig = Schema.Struct({
+  key: Schema.String,
+  workspace: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1)), { default: () => "default" }),
+  management: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  interns: Schema.optionalWith(Schema.Boolean, { default: () => false }),
+  label: Schema.optional(Schema.String)
+})
+
+const ServerConfig = Schema.Struct({
+  host: Schema.optionalWith(Schema.String, { default: () => "127.0.0.1" }),
+  port: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 65535)), { default: () => 8080 }),
+  basePath: Schema.optionalWith(
+    Schema.String.pipe(Schema.pattern(/^\/[\w./-]*$/, { message: () => "must start with /" })),
+    { default: () => "/v1" }
+  ),
+  maxBodyBytes: Schema.optionalWith(PositiveInt, { default: () => 32 * 1024 * 1024 }),
+  /** How long a client may take to send a request's headers (slow-loris, a connection that never sends). */
+  headersTimeoutMs: Schema.optionalWith(PositiveInt, { default: () => 15_000 }),
+  /** How long a request body may stop arriving before the request is answered 408 and its connection closed. */
+  bodyIdleTimeoutMs: Schema.optionalWith(PositiveInt, { default: () => 10_000 })
+})
+
+/**
+ * Interns: where their daemons are reached, the hostnames that refuse intern routes, the model of an intern created
+ * without one, each chat turn's `max_tokens`, and how long a revealed daemon token lasts.
+ */
+const InternsConfig = Schema.Struct({
+  /**
+   * The daemons' public origin: `{intern}` becomes the intern id and `{port}` its daemon's loopback port
+   * (`https://{intern}.interns.example.com` behind a TLS proxy). Default: the loopback address, `http://127.0.0.1:{port}`.
+   */
+  publicOrigin: Schema.optional(
+    Schema.String.pipe(
+      Schema.filter((s) => /^https?:\/\/[^\s/]+$/.test(s), { message: () => "must be an http(s) origin" })
+    )
+  ),
+  regionalHostnames: Schema.optionalWith(Schema.Array(Schema.String.pipe(Schema.minLength(1))), { default: () => [] }),
+  defaultModel: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
+  maxTokens: Schema.optional(PositiveInt),
+  tokenTtlSeconds: Schema.optionalWith(Schema.Int.pipe(Schema.between(10, 3600)), { default: () => 300 })
+})
+
+/** The configuration file. */
+export const GatewayConfig = Schema.Struct({
+  server: Schema.optionalWith(ServerConfig, { default: () => ServerConfig.make({}) }),
+  storage: Schema.optionalWith(Schema.String, { default: () => "sqlite:./data/gateway.db" }),
+  providers: Schema.optionalWith(Schema.Record({ key: Schema.String, value: ProviderConfig }), { default: () => ({}) }),
+  models: Schema.optionalWith(Schema.Record({ key: Schema.String, value: ModelConfig }), { default: () => ({}) }),
+  keys: Schema.optionalWith(Schema.Array(KeyConfig), { default: () => [] }),
+  autoRouter: Schema.optionalWith(Schema.Struct({ slug: Schema.String.pipe(Schema.minLength(1)) }), {
+    default: () => ({ slug: "auto" })
+  }),
+  /**
+   * A request whose `max_tokens` no endpoint of a model can honour: `clamp` sends it with the endpoint's own limit,
+   * `strict` refuses it (400). Per model too.
+   */
+  maxTokensPolicy: Schema.optionalWith(MaxTokensPolicy, { default: () => "clamp" as const }),
+  moderation: Schema.optional(ModerationConfig),
+  fusion: Schema.optional(FusionConfig),
+  interns: Schema.optional(InternsConfig)
+})
+export type GatewayConfig = typeof GatewayConfig.Type
+
+/** A configuration that cannot be used: the message names the key (or the file) and what is wrong. */
+export class ConfigError extends Data.TaggedError("ConfigError")<{ readonly message: string }> {}
+
+const VAR = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g
+
+/** Expands `${VAR}` and `${VAR:-default}` in every string of a parsed JSON value. */
+export const expandEnv = (value: unknown, env: Readonly<Record<string, string | undefined>>): unknown => {
+  if (typeof value === "string") {
+    return value.replace(VAR, (_, name: string, fallback: string | undefined) => {
+      const v = env[name]
+      return v === undefined || (v === "" && fallback !== undefined) ? (fallback ?? "") : v
+    })
+  }
+  if (Array.isArray(value)) return value.map((v) => expandEnv(v, env))
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, expandEnv(v, env)]))
+  }
+  return value
+}
+
+const pathOf = (path: ReadonlyArray<PropertyKey>): string =>
+  path.map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`)).join("") ||
+  "(root)"
+
+const EXPECTED_LITERAL = /^Expected ("(?:[^"\\]|\\.)*"(?: \| "(?:[^"\\]|\\.)*")*), actual (.*)$/s
+
+/**
+ * The first bad key and what is wrong with it, in one line. A value outside an enumeration lists every allowed value
+ * (Schema reports one issue per member of a union of literals).
+ */
+const firstProblem = (error: ParseResult.ParseError): string => {
+  const issues = ParseResult.ArrayFormatter.formatErrorSync(error)
+  const first = issues[0]
+  const path = pathOf(first.path)
+  // An optional key's union also reports "Expected undefined": not an allowed value worth listing.
+  const here = issues.filter((issue) => pathOf(issue.path) === path && !issue.message.startsWith("Expected undefined,"))
+  const literals = here.map((issue) => EXPECTED_LITERAL.exec(issue.message))
+  if (literals.every((m) => m !== null)) {
+    const allowed = [...new Set(literals.flatMap((m) => m![1].split(" | ")))]
+    return `configuration key ${path}: must be one of ${allowed.join(", ")} (got ${literals[0]![2]})`
+  }
+  return `configuration key ${path}: ${first.message}`
+}
+
+export interface Loaded {
+  readonly config: GatewayConfig
+  readonly warnings: ReadonlyArray<string>
+}
+
+const strict = Schema.decodeUnknownEither(GatewayConfig, { errors: "all", onExcessProperty: "error" })
+const lenient = Schema.decodeUnknownEither(GatewayConfig, { errors: "all", onExcessProperty: "ignore" })
+
+/** Decodes and checks a parsed configuration object. Throws ConfigError naming the bad key. */
+export const decode = (raw: unknown, env: Readonly<Record<string, string | undefined>> = {}): Loaded => {
+  const expanded = expandEnv(raw, env)
+  const warnings: Array<string> = []
+  const first = strict(expanded)
+  let result = first
+  if (Either.isLeft(first)) {
+    const issues = ParseResult.ArrayFormatter.formatErrorSync(first.left)
+    for (const issue of issues) {
+      if (issue._tag === "Unexpected") warnings.push(`unknown configuration key ${pathOf(issue.path)} (ignored)`)
+    }
+    result = lenient(expanded)
+  }
+  if (Either.isLeft(result)) throw new ConfigError({ message: firstProblem(result.left) })
+  const config = result.right
+  for (const [modelId, model] of Object.entries(config.models)) {
+    model.endpoints.forEach((endpoint, i) => {
+      if (config.providers[endpoint.provider] === undefined) {
+        throw new ConfigError({
+          message:
+            `configuration key models.${modelId}.endpoints[${i}].provider: unknown provider '${endpoint.provider}'${
+              Object.keys(config.providers).length === 0
+                ? " (no providers are configured)"
+                : ` (configured: ${Object.keys(config.providers).join(", ")})`
+            }`
+        })
+      }
+    })
+  }
+  for (const [modelId, model] of Object.entries(config.models)) {
+    const speaks = model.outputModalities?.includes("audio") ?? false
+    model.endpoints.forEach((endpoint, i) => {
+      const kind = config.providers[endpoint.provider].kind
+      if (speaks && kind === "anthropic") {
+        warnings.push(`models.${modelId}.endpoints[${i}]: provider '${endpoint.provider}' (anthropic) has no speech`)
+      } else if (!speaks && kind === "local-speech") {
+        warnings.push(
+          `models.${modelId}.endpoints[${i}]: provider '${endpoint.provider}' only synthesizes speech; ` +
+            `give the model "outputModalities": ["audio"]`
+        )
+      }
+    })
+  }
+  const defaultModel = config.interns?.defaultModel
+  if (defaultModel !== undefined && config.models[defaultModel] === undefined) {
+    throw new ConfigError({ message: `configuration key interns.defaultModel: unknown model '${defaultModel}'` })
+  }
+  const keys = config.keys.filter((k, i) => {
+    if (k.key.trim() !== "") return true
+    warnings.push(`keys[${i}].key is empty (is its environment variable set?); that key is skipped`)
+    return false
+  })
+  const seen = new Map<string, number>()
+  config.keys.forEach((k, i) => {
+    const first = seen.get(k.key)
+    if (first !== undefined && k.key.trim() !== "") {
+      throw new ConfigError({ message: `configuration key keys[${i}].key: the same key as keys[${first}]` })
+    }
+    seen.set(k.key, i)
+  })
+  return { config: { ...config, keys }, warnings }
+}
+
+/** Parses configuration file text. */
+export const parse = (text: string, env: Readonly<Record<string, string | undefined>> = {}): Loaded => {
+  let raw: unknown
+  try {
+    raw = JSON.parse(text)
+  } catch (e) {
+    throw new ConfigError({ message: `configuration file is not valid JSON: ${(e as Error).message}` })
+  }
+  return decode(raw, env)
+}
+
+/** The catalogue models the configuration describes. */
+export const catalogueModels = (config: GatewayConfig): Array<Catalogue.Model> =>
+  Object.entries(config.models).map(([id, model]) => {
+    const seen = new Map<string, number>()
+    return {
+      id,
+      name: model.name ?? id,
+      maxTokensPolicy: model.maxTokensPolicy ?? config.maxTokensPolicy,
+      scores: model.scores,
+      outputModalities: model.outputModalities,
+      voices: model.voices,
+      endpoints: model.endpoints.map((e): Catalogue.Endpoint => {
+        const n = (seen.get(e.provider) ?? 0) + 1
+        seen.set(e.provider, n)
+        return {
+          id: n === 1 ? `${id}@${e.provider}` : `${id}@${e.provider}#${n}`,
+          modelId: id,
+          provider: e.provider,
+          upstreamModel: e.upstreamModel,
+          pricing: e.pricing,
+          contextLength: e.contextLength,
+          maxCompletionTokens: e.maxCompletionTokens,
+          maxTokensField: e.maxTokensField,
+          apis: e.apis,
+          quantization: e.quantization,
+          supportedParameters: e.supportedParameters,
+          inputModalities: e.inputModalities,
+          zdr: e.zdr,
+          dataCollection: e.dataCollection ?? (e.zdr ? "deny" : "allow"),
+          supportsVoiceCloning: e.supportsVoiceCloning,
+          supportsMultipleAudioReferences: e.supportsMultipleAudioReferences,
+          supportsImageReference: e.supportsImageReference
+        }
+      })
+    }
+  })
+
+/** The provider adapters' configuration. */
+export const providerConfigs = (config: GatewayConfig): Record<string, UpstreamRouter.ProviderConfig> =>
+  Object.fromEntries(Object.entries(config.providers).map(([name, p]) => [name, p]))

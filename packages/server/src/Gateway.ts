@@ -1,0 +1,302 @@
+/**
+ * The composition root: wires the core use cases to the adapters a configuration names, builds the runtime once, and
+ * exposes the gateway as a node request listener, a web fetch handler and an `@effect/platform` HttpApp. Effect users
+ * take `layer` or `serve`; embedders who are not on Effect call `makeGateway` or `startServer`.
+ */
+import {
+  Catalogue,
+  InternChat,
+  InternRuntime,
+  InternService,
+  Keys,
+  MessagesService,
+  Moderation,
+  OpenAiService,
+  SpeechService,
+  type Stores,
+  type Upstream,
+  WebSearch
+} from "@model-gateway/core"
+import type { GatewayHttp } from "@model-gateway/http-adapter"
+import { ApiKeys, FetchBinding, GatewayHttp as Http, HttpAppBinding, NodeBinding } from "@model-gateway/http-adapter"
+import {
+  JsonSchemaHealer,
+  LocalTokenCounter,
+  OpenAiModeration,
+  PdfDocumentParser,
+  UpstreamRouter
+} from "@model-gateway/provider-adapters"
+import { StorageMemory } from "@model-gateway/storage-memory"
+import { SqlStorage } from "@model-gateway/storage-sql"
+import type { Clock } from "effect"
+import { Effect, Exit, Layer, ManagedRuntime, RuntimeFlags, Scope } from "effect"
+import { createServer, type Server } from "node:http"
+import type { AddressInfo } from "node:net"
+import type { GatewayConfig } from "./Config.js"
+import { catalogueModels, providerConfigs } from "./Config.js"
+import * as LocalInternRuntime from "./interns/LocalInternRuntime.js"
+import * as Logging from "./Logging.js"
+import * as RequestLog from "./RequestLog.js"
+import { ListenError, StorageError } from "./StartupErrors.js"
+
+export interface GatewayOptions {
+  /** Storage URL: `memory:`, `sqlite:PATH`, `sqlite::memory:`, `postgres://...`. The configuration's by default. */
+  readonly storage?: string | undefined
+  /** Replace provider adapters by name (tests, custom adapters). */
+  readonly upstreams?: Readonly<Record<string, Upstream.UpstreamService>> | undefined
+  /** Strip this prefix before routing, when mounted under a path in another server. */
+  readonly mountPath?: string | undefined
+  /** A search provider for the `web` / `web-fetch` plugins (none by default). */
+  readonly webSearch?: WebSearch.WebSearchService | undefined
+  /** Replaces the runtime's clock (tests that move time forward). */
+  readonly clock?: Clock.Clock | undefined
+  /** How the gateway logs (logfmt lines on standard output at Info by default); see `Logging.make`. */
+  readonly logging?: Logging.Logging | undefined
+  /** One log line per request at its completion (default true). */
+  readonly requestLog?: boolean | undefined
+  /** Interns: replace their runtime (daemons as local processes by default), or the daemon program it starts. */
+  readonly interns?: {
+    readonly runtime?: InternRuntime.InternRuntimeService | undefined
+    readonly daemonEntry?: string | undefined
+  } | undefined
+}
+
+/** The moderation adapter the configuration names, if any. */
+const moderationLayer = (config: GatewayConfig): Layer.Layer<never> | Layer.Layer<Moderation.Moderation> => {
+  const m = config.moderation
+  if (m === undefined) return Layer.empty
+  return m.kind === "blocklist"
+    ? Layer.succeed(Moderation.Moderation, Moderation.blocklist(m.terms))
+    : OpenAiModeration.layer({ baseUrl: m.baseUrl, apiKey: m.apiKey, model: m.model })
+}
+
+/** The storage adapters for a storage URL; a failure to open them is a `StorageError` naming where and why. */
+export const storageLayer = (url: string): Layer.Layer<Stores.Stores, StorageError> =>
+  url === "memory:" || url === "memory"
+    ? StorageMemory.layer()
+    : Layer.catchAll(SqlStorage.layerFromUrl(url), (cause) => Layer.fail(StorageError.of(url, cause)))
+
+export type GatewayServices =
+  | MessagesService.MessagesService
+  | OpenAiService.OpenAiService
+  | SpeechService.SpeechService
+  | InternService.Interns
+  | InternChat.InternChat
+  | Catalogue.Catalogue
+  | Upstream.Upstream
+  | Stores.Stores
+
+/** The interns use cases and their runtime, over the messages use case and the stores. */
+const internsLayer = (config: GatewayConfig, options: GatewayOptions) => {
+  const interns = config.interns
+  const regionalHostnames = interns?.regionalHostnames
+  const runtime = options.interns?.runtime !== undefined
+    ? Layer.succeed(InternRuntime.InternRuntime, options.interns.runtime)
+    : LocalInternRuntime.layerConfig({
+      entry: options.interns?.daemonEntry,
+      publicOrigin: interns?.publicOrigin,
+      tokenTtlSeconds: interns?.tokenTtlSeconds
+    })
+  return InternService.layer({ regionalHostnames, defaultModel: interns?.defaultModel }).pipe(
+    Layer.provideMerge(runtime),
+    Layer.provideMerge(InternChat.layer({ regionalHostnames, maxTokens: interns?.maxTokens }))
+  )
+}
+
+/** The whole gateway as one Layer: the messages, OpenAI, speech and interns use cases over catalogue, upstreams and storage. */
+export const layer = (
+  config: GatewayConfig,
+  options: GatewayOptions = {}
+): Layer.Layer<GatewayServices, StorageError> => {
+  const snapshot = Catalogue.makeSnapshot(catalogueModels(config))
+  const logging = options.logging ?? Logging.make("logfmt")
+  const stores = storageLayer(options.storage ?? config.storage)
+  const ports = Layer.mergeAll(
+    Layer.succeed(Catalogue.Catalogue, Catalogue.fromSnapshot(snapshot)),
+    UpstreamRouter.layer({ ...providerConfigs(config), ...options.upstreams }),
+    options.requestLog === false ? stores : Layer.merge(stores, Layer.provide(RequestLog.layer(logging), stores))
+  )
+  const plugins = Layer.mergeAll(
+    LocalTokenCounter.layer,
+    JsonSchemaHealer.layer(),
+    PdfDocumentParser.layer(),
+    moderationLayer(config),
+    options.webSearch === undefined ? Layer.empty : Layer.succeed(WebSearch.WebSearch, options.webSearch)
+  )
+  const useCaseOptions = { routerSlug: config.autoRouter.slug, fusion: config.fusion }
+  const useCases = Layer.merge(MessagesService.layer(useCaseOptions), OpenAiService.layer(useCaseOptions))
+  const gateway = internsLayer(config, options).pipe(
+    Layer.provideMerge(Layer.provide(useCases, plugins)),
+    Layer.merge(SpeechService.layer),
+    Layer.provideMerge(ports),
+    // Effect's built-in fiber metrics (started, active, lifetimes) cost every request's fiber a few µs, and nothing
+    // here reads them.
+    Layer.merge(RuntimeFlags.disableRuntimeMetrics),
+    Layer.merge(Logging.layer(logging))
+  )
+  return options.clock === undefined ? gateway : Layer.merge(gateway, Layer.setClock(options.clock))
+}
+
+/**
+ * Makes the stored configuration keys exactly the configuration's: new ones added, changed ones rewritten, removed
+ * ones revoked. Keys made with `model-gateway keys create` are left alone.
+ */
+export const syncConfigKeys = (config: GatewayConfig) =>
+  Effect.flatMap(Keys.Keys, (keys) =>
+    keys.sync(
+      "config",
+      config.keys.map((k) => ({
+        digest: ApiKeys.digest(k.key),
+        workspace: k.workspace,
+        management: k.management,
+        interns: k.interns,
+        label: k.label
+      }))
+    ))
+
+export interface Gateway {
+  readonly runtime: ManagedRuntime.ManagedRuntime<GatewayServices, StorageError>
+  readonly handler: GatewayHttp.Handler
+  /** A `node:http` request listener. */
+  readonly listener: ReturnType<typeof NodeBinding.makeListener>
+  /** A web-standard fetch handler. */
+  readonly fetch: (request: Request) => Promise<Response>
+  /** The gateway as an `@effect/platform` HttpApp (provide the runtime's services when serving it). */
+  readonly httpApp: ReturnType<typeof HttpAppBinding.make>
+  /** Writes pending usage records and closes storage and the upstream connection pools. */
+  readonly dispose: () => Promise<void>
+}
+
+const bindings = (
+  config: GatewayConfig,
+  options: GatewayOptions,
+  runtime: ManagedRuntime.ManagedRuntime<GatewayServices, StorageError>
+): Gateway => {
+  const handler = Http.makeHandler({ basePath: config.server.basePath })
+  const bindingOptions = {
+    maxBodyBytes: config.server.maxBodyBytes,
+    bodyIdleMs: config.server.bodyIdleTimeoutMs,
+    mountPath: options.mountPath
+  }
+  return {
+    runtime,
+    handler,
+    listener: NodeBinding.makeListener(runtime, handler, bindingOptions),
+    fetch: FetchBinding.makeFetchHandler(runtime, handler, bindingOptions),
+    httpApp: HttpAppBinding.make(handler, bindingOptions),
+    dispose: () => runtime.dispose()
+  }
+}
+
+/**
+ * The gateway for as long as the scope lasts: its runtime built (storage opened and migrated, pools made),
+ * configuration keys synced. Closing the scope writes pending usage records and closes storage and pools.
+ */
+export const acquire = (
+  config: GatewayConfig,
+  options: GatewayOptions = {}
+): Effect.Effect<Gateway, StorageError, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.suspend(() => {
+      const runtime = ManagedRuntime.make(layer(config, options))
+      return runtime.runtimeEffect.pipe(
+        Effect.flatMap((rt) => Effect.provide(syncConfigKeys(config), rt)),
+        Effect.as(runtime),
+        Effect.onError(() => runtime.disposeEffect)
+      )
+    }),
+    (runtime) => runtime.disposeEffect
+  ).pipe(Effect.map((runtime) => bindings(config, options, runtime)))
+
+/** Builds a gateway from a configuration (a Promise, for hosts that are not on Effect). Call `dispose` when done. */
+export const makeGateway = async (config: GatewayConfig, options: GatewayOptions = {}): Promise<Gateway> => {
+  const scope = Effect.runSync(Scope.make())
+  const gateway = await Effect.runPromise(Scope.extend(acquire(config, options), scope))
+  return { ...gateway, dispose: () => Effect.runPromise(Scope.close(scope, Exit.void)) }
+}
+
+/** A gateway serving on its own `node:http` server. */
+export interface Serving {
+  readonly gateway: Gateway
+  readonly server: Server
+  /** `http://host:port` */
+  readonly url: string
+}
+
+export interface RunningServer extends Serving {
+  /** Graceful: stops accepting, lets in-flight requests and streams finish (up to `graceMs`), then disposes. */
+  readonly close: (graceMs?: number) => Promise<void>
+}
+
+export interface ServeOptions extends GatewayOptions {
+  readonly host?: string | undefined
+  /** 0 picks a free port. */
+  readonly port?: number | undefined
+  /** How long a graceful shutdown waits for in-flight requests and streams (default 30 s). */
+  readonly graceMs?: number | undefined
+}
+
+const listen = (server: Server, port: number, host: string) =>
+  Effect.async<void, ListenError>((resume) => {
+    const failed = (error: NodeJS.ErrnoException) => resume(Effect.fail(new ListenError({ host, port, cause: error })))
+    server.once("error", failed)
+    server.listen(port, host, () => {
+      server.off("error", failed)
+      resume(Effect.void)
+    })
+  })
+
+/** Stops accepting, lets in-flight requests and streams finish for up to `graceMs`, then closes what is left. */
+const shutDown = (server: Server, graceMs: number) =>
+  new Promise<void>((resolve) => {
+    if (!server.listening) return resolve()
+    const timer = setTimeout(() => server.closeAllConnections(), graceMs)
+    // keep-alive connections become idle as their in-flight responses finish: close them as they do
+    const sweep = setInterval(() => server.closeIdleConnections(), 100)
+    server.close(() => {
+      clearTimeout(timer)
+      clearInterval(sweep)
+      resolve()
+    })
+    server.closeIdleConnections()
+  })
+
+/**
+ * The gateway on its own `node:http` server for as long as the scope lasts. Closing the scope shuts down gracefully:
+ * no new connections, in-flight requests and streams finish (up to `graceMs`), then the gateway is released.
+ */
+export const serve = (
+  config: GatewayConfig,
+  options: ServeOptions = {}
+): Effect.Effect<Serving, StorageError | ListenError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const gateway = yield* acquire(config, options)
+    const server = createServer({
+      // Longer than the usual load balancer's idle time-out (60 s), so that it, not the gateway, closes idle
+      // connections (a connection closed by the gateway while the balancer sends on it is a failed request).
+      keepAliveTimeout: 65_000,
+      headersTimeout: config.server.headersTimeoutMs,
+      // How often node looks for connections past their headers time-out (default 30 s: far too coarse for 15 s).
+      connectionsCheckingInterval: Math.min(1_000, config.server.headersTimeoutMs)
+    }, gateway.listener)
+    const host = options.host ?? config.server.host
+    const port = options.port ?? config.server.port
+    const graceMs = options.graceMs ?? 30_000
+    yield* Effect.acquireRelease(listen(server, port, host), () => Effect.promise(() => shutDown(server, graceMs)))
+    const address = server.address() as AddressInfo
+    const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address
+    return { gateway, server, url: `http://${shownHost}:${address.port}` }
+  })
+
+/** Starts the gateway on its own `node:http` server (a Promise, for hosts that are not on Effect). */
+export const startServer = async (config: GatewayConfig, options: ServeOptions = {}): Promise<RunningServer> => {
+  const scope = Effect.runSync(Scope.make())
+  const serving = await Effect.runPromise(Scope.extend(serve(config, options), scope)).catch(async (error) => {
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    throw error
+  })
+  let closing: Promise<void> | undefined
+  const close = (graceMs = options.graceMs ?? 30_000) =>
+    closing ??= shutDown(serving.server, graceMs).then(() => Effect.runPromise(Scope.close(scope, Exit.void)))
+  return { ...serving, close }
+}

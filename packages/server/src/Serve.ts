@@ -1,0 +1,57 @@
+/**
+ * `model-gateway serve` (what `npm start` runs): resolves the configuration, starts the gateway, says where it
+ * listens, and serves until SIGTERM or SIGINT, then shuts down gracefully (in-flight requests and streams finish,
+ * pending usage records are written, storage and upstream pools close).
+ */
+import type { FileSystem } from "@effect/platform"
+import { ApiKeys } from "@model-gateway/http-adapter"
+import { Console, Effect, Option } from "effect"
+import type { ConfigError, GatewayConfig } from "./Config.js"
+import * as ConfigLoader from "./ConfigLoader.js"
+import * as Gateway from "./Gateway.js"
+import * as LineWriter from "./LineWriter.js"
+import type * as Logging from "./Logging.js"
+import { describeStorage, type ListenError, type StorageError } from "./StartupErrors.js"
+
+/** With no key configured at all, one management key for this run only: revoked at the next start. */
+const withGeneratedKey = (config: GatewayConfig): { config: GatewayConfig; generated: string | undefined } => {
+  if (config.keys.length > 0) return { config, generated: undefined }
+  const generated = ApiKeys.generate()
+  return {
+    config: {
+      ...config,
+      keys: [{ key: generated, workspace: "default", management: true, interns: true, label: "generated" }]
+    },
+    generated
+  }
+}
+
+/** Serves until interrupted (the process entry interrupts on SIGTERM/SIGINT). */
+export const serve = (
+  logging: Logging.Logging
+): Effect.Effect<never, ConfigError | StorageError | ListenError, FileSystem.FileSystem> =>
+  Effect.scoped(Effect.gen(function*() {
+    const resolved = yield* ConfigLoader.resolve
+    for (const warning of resolved.warnings) yield* Effect.logWarning(warning)
+    yield* Option.match(resolved.path, {
+      onNone: () => Effect.logInfo("no configuration file; serving the providers whose keys are in the environment"),
+      onSome: (path) => Effect.logInfo(`configuration from ${path}`)
+    })
+    const { config, generated } = withGeneratedKey(resolved.config)
+    yield* Effect.addFinalizer(() => Effect.logInfo("stopped"))
+    const serving = yield* Gateway.serve(config, { logging })
+    yield* Effect.addFinalizer(() => Effect.logInfo("shutting down: finishing in-flight requests"))
+    const models = Object.keys(config.models)
+    yield* Effect.logInfo(
+      `listening on ${serving.url}${config.server.basePath} (storage: ${describeStorage(config.storage)})`
+    )
+    yield* Effect.logInfo(`${models.length} model(s): ${models.join(", ") || "none (configure providers)"}`)
+    if (generated !== undefined) {
+      // Printed, not logged: shown once to whoever started the process, and kept out of log pipelines.
+      LineWriter.stdout.flush()
+      yield* Console.log(
+        `model-gateway: no API key configured; generated a management key for this run (shown once):\n  ${generated}`
+      )
+    }
+    return yield* Effect.never
+  }))

@@ -1,0 +1,483 @@
+/**
+ * POST /v1/messages end to end: the official Anthropic SDKs → the real gateway server → fake
+ * upstreams speaking the Anthropic and OpenAI wire formats over real HTTP.
+ */
+import Anthropic from "@anthropic-ai/sdk"
+import { UsageLog } from "@model-gateway/core"
+import AnthropicV0 from "anthropic-sdk-v0"
+import { Effect } from "effect"
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
+import type { Harness } from "./harness.js"
+import { json, KEY, post, readEvents, startHarness, TEAM_KEY } from "./harness.js"
+
+let h: Harness
+let client: Anthropic
+
+beforeAll(async () => {
+  h = await startHarness()
+  client = new Anthropic({ baseURL: h.url, apiKey: KEY, maxRetries: 0 })
+})
+afterAll(() => h.close())
+beforeEach(() => h.reset())
+
+const weatherTool = {
+  name: "get_weather",
+  description: "Weather for a city",
+  input_schema: { type: "object" as const, properties: { city: { type: "string" } }, required: ["city"] }
+}
+
+const PNG_1PX = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+
+describe.each([
+  ["Anthropic upstream", "anthro/claude", "anthro"],
+  ["OpenAI-compatible upstream", "acme/gpt", "acme"]
+])("%s", (_name, model, provider) => {
+  it("answers messages.create with text, model and provider, and a cost", async () => {
+    const message = await client.messages.create({
+      model,
+      max_tokens: 100,
+      messages: [{ role: "user", content: "hello there" }]
+    })
+    expect(message.content[0]).toMatchObject({ type: "text", text: "Echo: hello there" })
+    expect(message.model).toBe(model)
+    const raw = message as unknown as Record<string, any>
+    expect(raw.provider).toBe(provider)
+    expect(raw.usage.input_tokens).toBeGreaterThan(0)
+    expect(typeof raw.usage.cost).toBe("number")
+    expect(raw.usage.cost).toBeGreaterThan(0)
+    for (const key of ["stop_details", "container", "context_management", "safeguard_results"]) {
+      expect(raw[key]).toBeNull()
+    }
+    expect(message.stop_reason).toBe("end_turn")
+  })
+
+  it("streams with messages.stream().finalMessage()", async () => {
+    const stream = client.messages.stream({
+      model,
+      max_tokens: 100,
+      messages: [{ role: "user", content: "stream this sentence please" }]
+    })
+    const deltas: Array<string> = []
+    stream.on("text", (t) => deltas.push(t))
+    const message = await stream.finalMessage()
+    expect(message.content[0]).toMatchObject({ type: "text", text: "Echo: stream this sentence please" })
+    expect(deltas.length).toBeGreaterThan(1)
+    expect(message.model).toBe(model)
+    expect(message.usage.output_tokens).toBeGreaterThan(0)
+  })
+
+  it("does a tool round trip, keeping tool ids", async () => {
+    const first = await client.messages.create({
+      model,
+      max_tokens: 100,
+      tools: [weatherTool],
+      messages: [{ role: "user", content: "please use a tool" }]
+    })
+    expect(first.stop_reason).toBe("tool_use")
+    const toolUse = first.content.find((b) => b.type === "tool_use")!
+    expect(toolUse).toMatchObject({ type: "tool_use", name: "get_weather" })
+    const second = await client.messages.stream({
+      model,
+      max_tokens: 100,
+      tools: [weatherTool],
+      messages: [
+        { role: "user", content: "please use a tool" },
+        { role: "assistant", content: first.content },
+        {
+          role: "user",
+          content: [{ type: "tool_result", tool_use_id: (toolUse as { id: string }).id, content: "sunny" }]
+        }
+      ]
+    }).finalMessage()
+    expect(second.content[0]).toMatchObject({ type: "text", text: "Tool result received: sunny" })
+    const upstreamBody = (provider === "anthro" ? h.anthropic : h.openai).requests.at(-1)!.body
+    expect(JSON.stringify(upstreamBody)).toContain((toolUse as { id: string }).id)
+  })
+
+  it("streams a tool call as input_json_delta", async () => {
+    const message = await client.messages.stream({
+      model,
+      max_tokens: 100,
+      tools: [weatherTool],
+      messages: [{ role: "user", content: "please use a tool" }]
+    }).finalMessage()
+    expect(message.stop_reason).toBe("tool_use")
+    expect(message.content.find((b) => b.type === "tool_use")).toMatchObject({ name: "get_weather", input: {} })
+  })
+
+  it("takes an image", async () => {
+    const message = await client.messages.create({
+      model,
+      max_tokens: 100,
+      messages: [{
+        role: "user",
+        content: [
+          { type: "image", source: { type: "base64", media_type: "image/png", data: PNG_1PX } },
+          { type: "text", text: "what is this?" }
+        ]
+      }]
+    })
+    expect(message.content[0]).toMatchObject({ type: "text", text: "I see 1 image(s)." })
+  })
+})
+
+describe("authentication", () => {
+  it("accepts x-api-key from the 0.x SDK", async () => {
+    const v0 = new AnthropicV0({ baseURL: h.url, apiKey: TEAM_KEY, maxRetries: 0 })
+    const message = await v0.messages.create({
+      model: "anthro/claude",
+      max_tokens: 10,
+      messages: [{ role: "user", content: "hi" }]
+    })
+    expect(message.content[0]).toMatchObject({ type: "text", text: "Echo: hi" })
+  })
+
+  it("rejects a missing or unknown key with 401 authentication_error", async () => {
+    const cases: Array<Record<string, string>> = [{ authorization: "" }, { authorization: "Bearer nope" }, {
+      "x-api-key": "nope"
+    }]
+    for (const headers of cases) {
+      const response = await fetch(`${h.url}/v1/messages`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify({ model: "anthro/claude", messages: [] })
+      })
+      expect(response.status).toBe(401)
+      const body = await json(response)
+      expect(body).toMatchObject({ type: "error", error: { type: "authentication_error" } })
+      expect(typeof body.request_id).toBe("string")
+    }
+    expect(h.anthropic.requests).toHaveLength(0)
+  })
+
+  it("raises AuthenticationError in the SDK", async () => {
+    const bad = new Anthropic({ baseURL: h.url, apiKey: "wrong", maxRetries: 0 })
+    await expect(bad.messages.create({ model: "anthro/claude", max_tokens: 1, messages: [] })).rejects.toBeInstanceOf(
+      Anthropic.AuthenticationError
+    )
+  })
+})
+
+describe("fallbacks", () => {
+  const ask = (extra: Record<string, unknown> = {}) =>
+    post(h, {
+      model: "anthro/claude",
+      max_tokens: 50,
+      messages: [{ role: "user", content: "hello" }],
+      fallbacks: [{ model: "acme/gpt" }],
+      ...extra
+    }, { "x-service-metadata": "enabled" })
+
+  it.each(
+    [
+      ["429", { kind: "status", status: 429 }],
+      ["500", { kind: "status", status: 500 }],
+      ["529", { kind: "status", status: 529 }],
+      ["timeout", { kind: "hang" }]
+    ] as const
+  )("falls back after %s from the primary", async (_label, behaviour) => {
+    h.anthropic.script(behaviour)
+    const response = await ask()
+    expect(response.status).toBe(200)
+    const body = await json(response)
+    expect(body.model).toBe("acme/gpt")
+    expect(body.provider).toBe("acme")
+    expect(body.content[0].text).toBe("Echo: hello")
+    expect(h.anthropic.requests).toHaveLength(1)
+    expect(h.openai.requests).toHaveLength(1)
+    const summaries = body.service_metadata.pipeline.map((s: { summary: string }) => s.summary).join("\n")
+    expect(summaries).toContain("anthro/claude via anthro failed")
+    expect(summaries).toContain("acme/gpt via acme answered (fallback after 1 failed attempt)")
+    for (const step of body.service_metadata.pipeline) {
+      expect(Object.keys(step).sort()).toEqual(["name", "summary", "type"])
+    }
+  })
+
+  it("falls back from a refused connection", async () => {
+    const response = await post(h, {
+      model: "dead/model",
+      max_tokens: 50,
+      messages: [{ role: "user", content: "hello" }],
+      fallbacks: [{ model: "anthro/claude" }]
+    })
+    expect(response.status).toBe(200)
+    expect((await json(response)).model).toBe("anthro/claude")
+  })
+
+  it("falls back in a stream when the primary fails before content", async () => {
+    h.anthropic.script({ kind: "status", status: 529 })
+    const message = await client.messages.stream({
+      model: "anthro/claude",
+      max_tokens: 50,
+      messages: [{ role: "user", content: "hello stream" }],
+      ...({ fallbacks: [{ model: "acme/gpt" }] } as {})
+    }).finalMessage()
+    expect(message.model).toBe("acme/gpt")
+    expect(message.content[0]).toMatchObject({ text: "Echo: hello stream" })
+  })
+
+  it("falls back in a stream when the primary is cut before content", async () => {
+    h.anthropic.script({ kind: "cut", afterEvents: 1 })
+    const response = await ask({ stream: true })
+    const events = await readEvents(response)
+    expect(events[0].event).toBe("message_start")
+    expect(events[0].data.message.model).toBe("acme/gpt")
+    expect(events.filter((e) => e.event === "message_start")).toHaveLength(1)
+    expect(events.at(-1)?.event).toBe("message_stop")
+  })
+
+  it("does not retry a 400 from the upstream", async () => {
+    h.anthropic.script({ kind: "status", status: 400 })
+    const response = await ask()
+    expect(response.status).toBe(400)
+    expect(await json(response)).toMatchObject({ type: "error", error: { type: "invalid_request_error" } })
+    expect(h.anthropic.requests).toHaveLength(1)
+    expect(h.openai.requests).toHaveLength(0)
+  })
+
+  it.each([
+    [429, "rate_limit_error"],
+    [529, "overloaded_error"],
+    [500, "api_error"]
+  ])("answers %s / %s when nothing is left to try", async (status, type) => {
+    h.anthropic.script({ kind: "status", status })
+    const response = await post(h, {
+      model: "anthro/claude",
+      max_tokens: 5,
+      messages: [{ role: "user", content: "x" }]
+    })
+    expect(response.status).toBe(status)
+    expect(await json(response)).toMatchObject({ type: "error", error: { type } })
+    if (status === 429) expect(response.headers.get("retry-after")).toBe("1")
+  })
+
+  it("answers 503 when no endpoint is reachable", async () => {
+    const response = await post(h, { model: "dead/model", max_tokens: 5, messages: [{ role: "user", content: "x" }] })
+    expect(response.status).toBe(503)
+    expect(await json(response)).toMatchObject({ type: "error", error: { type: "overloaded_error" } })
+  })
+})
+
+describe("streams after content", () => {
+  it("ends a stream cut mid-answer with an in-band error, cleanly", async () => {
+    h.anthropic.script({ kind: "cut", afterEvents: 5 })
+    const response = await post(h, {
+      model: "anthro/claude",
+      max_tokens: 50,
+      stream: true,
+      messages: [{ role: "user", content: "one two three four five six seven" }],
+      fallbacks: [{ model: "acme/gpt" }]
+    })
+    expect(response.status).toBe(200)
+    const events = await readEvents(response)
+    expect(events.some((e) => e.event === "content_block_delta")).toBe(true)
+    expect(events.at(-1)).toMatchObject({
+      event: "error",
+      data: { type: "error", error: { type: "overloaded_error" } }
+    })
+    expect(h.openai.requests).toHaveLength(0)
+  })
+
+  it("makes the SDK raise on an in-band error", async () => {
+    h.openai.script({ kind: "cut", afterEvents: 4 })
+    await expect(
+      client.messages.stream({
+        model: "acme/gpt",
+        max_tokens: 50,
+        messages: [{ role: "user", content: "one two three four five six seven" }]
+      }).finalMessage()
+    ).rejects.toThrow()
+  })
+
+  it("delivers each chunk as it arrives", async () => {
+    h.anthropic.script({ kind: "ok", chunkDelayMs: 80 })
+    const response = await post(h, {
+      model: "anthro/claude",
+      max_tokens: 50,
+      stream: true,
+      messages: [{ role: "user", content: "a b c d e f" }]
+    })
+    const reader = response.body!.getReader()
+    const arrivals: Array<number> = []
+    const decoder = new TextDecoder()
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) break
+      if (decoder.decode(value).includes("text_delta")) arrivals.push(Date.now())
+    }
+    expect(arrivals.length).toBeGreaterThan(3)
+    expect(arrivals.at(-1)! - arrivals[0]).toBeGreaterThan(200)
+  })
+
+  it("aborts the upstream request when the client disconnects", async () => {
+    h.anthropic.script({ kind: "ok", chunkDelayMs: 200 })
+    const response = await post(h, {
+      model: "anthro/claude",
+      max_tokens: 50,
+      stream: true,
+      messages: [{ role: "user", content: "a b c d e f g h i j k l m n o p" }]
+    })
+    const reader = response.body!.getReader()
+    await reader.read()
+    await reader.cancel()
+    await waitFor(() => h.anthropic.aborted() === 1)
+    expect(h.anthropic.aborted()).toBe(1)
+  })
+})
+
+describe("request errors", () => {
+  it("names the field for a schema violation", async () => {
+    const response = await post(h, {
+      model: "anthro/claude",
+      messages: [{ role: "user", content: "x" }],
+      fallbacks: [{ model: "a" }, { model: "b" }, { model: "c" }, { model: "d" }]
+    })
+    expect(response.status).toBe(400)
+    const body = await json(response)
+    expect(body.error.type).toBe("invalid_request_error")
+    expect(body.error.message).toMatch(/^fallbacks/)
+  })
+
+  it("adds service_metadata for each metadata header, and not without one", async () => {
+    const body = { model: "anthro/claude", max_tokens: 5, messages: [{ role: "user", content: "x" }] }
+    for (const name of ["x-service-metadata", "x-service-experimental-metadata", "x-openrouter-metadata"]) {
+      const answer = await json(await post(h, body, { [name]: "enabled" }))
+      expect(answer.service_metadata.pipeline.length).toBeGreaterThan(0)
+    }
+    expect(await json(await post(h, body))).not.toHaveProperty("service_metadata")
+    expect(await json(await post(h, body, { "x-service-metadata": "disabled" }))).not.toHaveProperty("service_metadata")
+  })
+
+  it("limits the x-session-id header to 256 characters, like session_id", async () => {
+    const body = { model: "anthro/claude", max_tokens: 5, messages: [{ role: "user", content: "x" }] }
+    expect((await post(h, body, { "x-session-id": "s".repeat(256) })).status).toBe(200)
+    const over = await post(h, body, { "x-session-id": "s".repeat(257) })
+    expect(over.status).toBe(400)
+    expect((await json(over)).error.message).toMatch(/^x-session-id/)
+  })
+
+  it("rejects malformed JSON and a wrong content type with 400", async () => {
+    const malformed = await post(h, "{\"model\": ")
+    expect(malformed.status).toBe(400)
+    expect((await json(malformed)).error.message).toContain("Malformed JSON")
+    const wrongType = await post(h, "{}", { "content-type": "text/plain" })
+    expect(wrongType.status).toBe(400)
+    expect((await json(wrongType)).error.message).toContain("Content-Type")
+  })
+
+  it("answers 404 not_found_error for an unknown model", async () => {
+    const response = await post(h, { model: "nobody/nothing", max_tokens: 5, messages: [] })
+    expect(response.status).toBe(404)
+    expect(await json(response)).toMatchObject({ type: "error", error: { type: "not_found_error" } })
+  })
+})
+
+describe("forwarding", () => {
+  it("keeps every client field except gateway-only ones, with the upstream model id", async () => {
+    await post(h, {
+      model: "anthro/claude",
+      max_tokens: 50,
+      system: [{ type: "text", text: "be brief", cache_control: { type: "ephemeral" } }],
+      messages: [
+        { role: "user", content: [{ type: "text", text: "hi", cache_control: { type: "ephemeral", ttl: "1h" } }] },
+        {
+          role: "assistant",
+          content: [{ type: "thinking", thinking: "hmm", signature: "sig-abc" }, { type: "text", text: "yo" }]
+        },
+        { role: "user", content: "again" }
+      ],
+      thinking: { type: "enabled", budget_tokens: 1024 },
+      future_field: { nested: [1, 2] },
+      models: ["anthro/backup"],
+      session_id: "s1",
+      plugins: [{ id: "response-healing" }],
+      provider: { sort: "price" },
+      trace: { trace_id: "t" }
+    }, { "anthropic-beta": "fancy-2026-01-01", "anthropic-version": "2023-06-01" })
+    const received = h.anthropic.requests.at(-1)!
+    expect(received.body.model).toBe("claude-fake-1")
+    expect(received.body.system[0].cache_control).toEqual({ type: "ephemeral" })
+    expect(received.body.messages[0].content[0].cache_control).toEqual({ type: "ephemeral", ttl: "1h" })
+    expect(received.body.messages[1].content[0]).toEqual({ type: "thinking", thinking: "hmm", signature: "sig-abc" })
+    expect(received.body.thinking).toEqual({ type: "enabled", budget_tokens: 1024 })
+    expect(received.body.future_field).toEqual({ nested: [1, 2] })
+    for (const key of ["models", "session_id", "plugins", "provider", "trace", "fallbacks"]) {
+      expect(received.body).not.toHaveProperty(key)
+    }
+    expect(received.headers["anthropic-beta"]).toBe("fancy-2026-01-01")
+    expect(received.headers["x-api-key"]).toBe("sk-upstream-anthropic")
+  })
+})
+
+describe("forwarding a __proto__ field", () => {
+  it("forwards it as a plain field (never as a prototype) and answers normally", async () => {
+    const response = await post(
+      h,
+      "{\"model\":\"anthro/claude\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]," +
+        "\"__proto__\":{\"polluted\":true}}"
+    )
+    expect(response.status).toBe(200)
+    const received = h.anthropic.requests.at(-1)!
+    expect(received.body.model).toBe("claude-fake-1")
+    expect(Object.getOwnPropertyDescriptor(received.body, "__proto__")?.value).toEqual({ polluted: true })
+    expect(received.body.polluted).toBeUndefined()
+  })
+})
+
+describe("usage log", () => {
+  it("records each request with app attribution, off the request path", async () => {
+    const response = await post(h, {
+      model: "anthro/claude",
+      max_tokens: 5,
+      messages: [{ role: "user", content: "x" }],
+      trace: { trace_id: "0af7651916cd43dd8448eb211c80319c", release: "v2", cohort: ["beta"] }
+    }, {
+      "http-referer": "https://app.example",
+      "x-openrouter-title": "My App",
+      "x-openrouter-categories": "cli-agent,coding"
+    })
+    const body = await json(response)
+    const records = await h.gateway.gateway.runtime.runPromise(
+      Effect.flatMap(
+        UsageLog.UsageLog,
+        (log) => Effect.zipRight(log.flush, log.list({ workspace: "default", limit: 50 }))
+      )
+    )
+    const record = records.find((r) => r.requestId === response.headers.get("request-id"))
+    expect(record).toMatchObject({
+      workspace: "default",
+      model: "anthro/claude",
+      provider: "anthro",
+      status: 200,
+      stream: false,
+      inputTokens: body.usage.input_tokens,
+      outputTokens: body.usage.output_tokens,
+      appReferer: "https://app.example",
+      appTitle: "My App",
+      appCategories: "cli-agent,coding",
+      metadata: { release: "v2", cohort: ["beta"] }
+    })
+    expect(Number(record!.cost)).toBe(body.usage.cost)
+    // The trace never reaches the provider.
+    expect(h.anthropic.requests.at(-1)!.body.trace).toBeUndefined()
+  })
+
+  it("refuses custom trace metadata over 16 KiB of JSON, naming the limit", async () => {
+    const at = (n: number) => ({
+      model: "anthro/claude",
+      max_tokens: 5,
+      messages: [{ role: "user", content: "x" }],
+      trace: { note: "é".repeat(n) }
+    })
+    // {"note":"..."} is 11 bytes besides the string; "é" is two bytes of UTF-8.
+    expect((await post(h, at((16 * 1024 - 11) / 2 - 0.5 | 0))).status).toBe(200)
+    const refused = await post(h, at(8192))
+    expect(refused.status).toBe(400)
+    expect((await json(refused)).error.message).toBe("trace: must be at most 16384 bytes of JSON, got 16395")
+  })
+})
+
+const waitFor = async (predicate: () => boolean, timeoutMs = 3000) => {
+  const deadline = Date.now() + timeoutMs
+  while (!predicate() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+}

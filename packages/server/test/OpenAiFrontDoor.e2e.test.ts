@@ -1,0 +1,260 @@
+/**
+ * The OpenAI-compatible front door end to end with the official `openai` SDK: chat completions (text, tools round
+ * trip, image, streams), embeddings and the Responses API, over an OpenAI-compatible upstream (passed through) and an
+ * Anthropic one (translated), fallbacks, and every error status in OpenAI's error body.
+ */
+import { UsageLog } from "@model-gateway/core"
+import { OpenRouter } from "@openrouter/sdk"
+import { Effect } from "effect"
+import OpenAI from "openai"
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
+import type { Harness } from "./harness.js"
+import { json, KEY, startHarness } from "./harness.js"
+
+let h: Harness
+let client: OpenAI
+
+beforeAll(async () => {
+  h = await startHarness()
+  client = new OpenAI({ baseURL: `${h.url}/v1`, apiKey: KEY, maxRetries: 0 })
+})
+afterAll(() => h.close())
+beforeEach(() => h.reset())
+
+const PNG_1PX = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+const weather = {
+  type: "function" as const,
+  function: {
+    name: "get_weather",
+    description: "Weather for a city",
+    parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] }
+  }
+}
+
+describe.each([
+  ["an OpenAI-compatible upstream (passed through)", "acme/gpt", "acme"],
+  ["an Anthropic upstream (translated)", "anthro/claude", "anthro"]
+])("chat completions over %s", (_name, model, provider) => {
+  it("answers chat.completions.create with the catalogue's model id, the provider and the cost", async () => {
+    const completion = await client.chat.completions.create({
+      model,
+      max_tokens: 50,
+      messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "hello there" }]
+    })
+    expect(completion.object).toBe("chat.completion")
+    expect(completion.model).toBe(model)
+    expect(completion.choices[0].message).toMatchObject({ role: "assistant", content: "Echo: hello there" })
+    expect(completion.choices[0].finish_reason).toBe("stop")
+    expect((completion as unknown as { provider: string }).provider).toBe(provider)
+    expect(completion.usage!.prompt_tokens).toBeGreaterThan(0)
+    expect((completion.usage as unknown as { cost: number }).cost).toBeGreaterThan(0)
+  })
+
+  it("runs a tools round trip with the ids it was given", async () => {
+    const messages: Array<OpenAI.Chat.ChatCompletionMessageParam> = [
+      { role: "user", content: "use a tool to get the weather in Paris" }
+    ]
+    const first = await client.chat.completions.create({ model, max_tokens: 50, messages, tools: [weather] })
+    expect(first.choices[0].finish_reason).toBe("tool_calls")
+    const call = first.choices[0].message.tool_calls![0] as OpenAI.Chat.ChatCompletionMessageFunctionToolCall
+    expect(call.function.name).toBe("get_weather")
+    messages.push(first.choices[0].message, { role: "tool", tool_call_id: call.id, content: "sunny, 21°C" })
+    const second = await client.chat.completions.create({ model, max_tokens: 50, messages, tools: [weather] })
+    expect(second.choices[0].message.content).toBe("Tool result received: sunny, 21°C")
+  })
+
+  it("takes an image", async () => {
+    const completion = await client.chat.completions.create({
+      model,
+      max_tokens: 50,
+      messages: [{
+        role: "user",
+        content: [
+          { type: "text", text: "what is this?" },
+          { type: "image_url", image_url: { url: `data:image/png;base64,${PNG_1PX}` } }
+        ]
+      }]
+    })
+    expect(completion.choices[0].message.content).toBe("I see 1 image(s).")
+  })
+
+  it("streams with .stream() to the final completion, usage only when asked for", async () => {
+    const runner = client.chat.completions.stream({
+      model,
+      max_tokens: 50,
+      messages: [{ role: "user", content: "one two three four" }],
+      stream_options: { include_usage: true }
+    })
+    const chunks: Array<string> = []
+    runner.on("content", (delta) => chunks.push(delta))
+    const final = await runner.finalChatCompletion()
+    expect(final.choices[0].message.content).toBe("Echo: one two three four")
+    expect(chunks.length).toBeGreaterThan(1)
+    expect(final.model).toBe(model)
+    expect(final.usage?.completion_tokens).toBeGreaterThan(0)
+    const raw = await fetch(`${h.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` },
+      body: JSON.stringify({ model, max_tokens: 20, stream: true, messages: [{ role: "user", content: "hi" }] })
+    })
+    const text = await raw.text()
+    expect(raw.headers.get("content-type")).toMatch(/^text\/event-stream/)
+    expect(text.trimEnd().endsWith("data: [DONE]")).toBe(true)
+    expect(text).not.toContain("\"usage\"")
+  })
+})
+
+describe("pass-through to an OpenAI-compatible endpoint", () => {
+  it("forwards the fields the gateway does not know untouched, with the model id rewritten", async () => {
+    await client.chat.completions.create({
+      model: "acme/gpt",
+      max_completion_tokens: 30,
+      seed: 7,
+      logit_bias: { "50256": -100 },
+      user: "end-user-1",
+      messages: [{ role: "user", content: "hi" }],
+      // the gateway's own fields
+      ...({ session_id: "s-1", provider: { sort: "price" } } as object)
+    })
+    const sent = h.openai.requests[0].body
+    expect(sent).toMatchObject({ model: "gpt-fake-1", seed: 7, logit_bias: { "50256": -100 }, user: "end-user-1" })
+    // The endpoint takes `max_tokens` (the default away from api.openai.com): the cap goes in the field it takes.
+    expect(sent.max_tokens).toBe(30)
+    expect(sent).not.toHaveProperty("max_completion_tokens")
+    expect(sent).not.toHaveProperty("session_id")
+    expect(sent).not.toHaveProperty("provider")
+  })
+})
+
+describe("@openrouter/sdk chat.send", () => {
+  it("passes the SDK's validation, JSON and streamed, over both upstream kinds", async () => {
+    const openrouter = new OpenRouter({ serverURL: `${h.url}/v1`, apiKey: KEY, retryConfig: { strategy: "none" } })
+    for (const model of ["acme/gpt", "anthro/claude"]) {
+      const completion = await openrouter.chat.send({
+        chatRequest: { model, messages: [{ role: "user", content: "hello router" }], maxTokens: 40 }
+      }) as { choices: Array<{ message: { content: unknown } }>; model: string }
+      expect(completion.model).toBe(model)
+      expect(completion.choices[0].message.content).toBe("Echo: hello router")
+      const stream = await openrouter.chat.send({
+        chatRequest: { model, messages: [{ role: "user", content: "stream router" }], stream: true }
+      }) as AsyncIterable<{ choices: Array<{ delta: { content?: string | null } }> }>
+      let text = ""
+      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? ""
+      expect(text).toBe("Echo: stream router")
+    }
+  })
+})
+
+describe("usage", () => {
+  it("records one usage record per request with its route, model, provider, tokens and cost", async () => {
+    const response = await client.chat.completions.create({
+      model: "acme/gpt",
+      messages: [{ role: "user", content: "count me" }]
+    }).withResponse()
+    const requestId = response.response.headers.get("request-id")
+    const records = await h.gateway.gateway.runtime.runPromise(
+      Effect.flatMap(UsageLog.UsageLog, (log) => Effect.zipRight(log.flush, log.list({ limit: 50 })))
+    )
+    const record = records.find((r) => r.requestId === requestId)
+    expect(record).toMatchObject({
+      route: "POST /v1/chat/completions",
+      model: "acme/gpt",
+      provider: "acme",
+      status: 200,
+      attempts: 1,
+      inputTokens: response.data.usage!.prompt_tokens,
+      outputTokens: response.data.usage!.completion_tokens
+    })
+    expect(Number(record!.cost)).toBeGreaterThan(0)
+  })
+})
+
+describe("embeddings and responses", () => {
+  it("embeds through an OpenAI-compatible endpoint, with usage and cost", async () => {
+    const result = await client.embeddings.create({ model: "acme/gpt", input: ["first text", "second"] })
+    expect(result.data.map((d) => d.index)).toEqual([0, 1])
+    expect(result.model).toBe("acme/gpt")
+    expect(result.usage.prompt_tokens).toBeGreaterThan(0)
+    expect(h.openai.requests[0]).toMatchObject({ path: "/v1/embeddings", body: { model: "gpt-fake-1" } })
+  })
+
+  it("refuses embeddings for a model whose endpoints cannot serve them, with a 400", async () => {
+    await expect(client.embeddings.create({ model: "anthro/claude", input: "x" })).rejects.toBeInstanceOf(
+      OpenAI.BadRequestError
+    )
+  })
+
+  it("creates a response, JSON and streamed", async () => {
+    const response = await client.responses.create({ model: "acme/gpt", input: "tell me something" })
+    expect(response.output_text).toBe("Echo: tell me something")
+    expect(response.model).toBe("acme/gpt")
+    const stream = await client.responses.create({ model: "acme/gpt", input: "stream this", stream: true })
+    const types: Array<string> = []
+    let text = ""
+    for await (const event of stream) {
+      types.push(event.type)
+      if (event.type === "response.output_text.delta") text += event.delta
+      if (event.type === "response.completed") expect(event.response.model).toBe("acme/gpt")
+    }
+    expect(types[0]).toBe("response.created")
+    expect(types.at(-1)).toBe("response.completed")
+    expect(text).toBe("Echo: stream this")
+  })
+})
+
+describe("fallbacks and errors", () => {
+  it("falls back from a failing endpoint to the next model, JSON and streamed", async () => {
+    h.anthropic.script({ kind: "status", status: 529 }, { kind: "status", status: 529 })
+    const body = {
+      model: "anthro/claude",
+      max_tokens: 20,
+      messages: [{ role: "user" as const, content: "hi" }],
+      ...({ fallbacks: [{ model: "acme/gpt" }] } as object)
+    }
+    const completion = await client.chat.completions.create(body)
+    expect(completion.model).toBe("acme/gpt")
+    const streamed = await client.chat.completions.stream(body).finalChatCompletion()
+    expect(streamed.model).toBe("acme/gpt")
+  })
+
+  it("answers every error status with OpenAI's error body, as the SDK expects", async () => {
+    const bad = await fetch(`${h.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` },
+      body: JSON.stringify({ model: "acme/gpt", messages: [] })
+    })
+    expect(bad.status).toBe(400)
+    expect((await json(bad)).error).toMatchObject({ type: "invalid_request_error", param: "messages" })
+    const unauthorized = new OpenAI({ baseURL: `${h.url}/v1`, apiKey: "wrong", maxRetries: 0 })
+    await expect(
+      unauthorized.chat.completions.create({ model: "acme/gpt", messages: [{ role: "user", content: "x" }] })
+    )
+      .rejects.toBeInstanceOf(OpenAI.AuthenticationError)
+    await expect(
+      client.chat.completions.create({ model: "nobody/nothing", messages: [{ role: "user", content: "x" }] })
+    )
+      .rejects.toBeInstanceOf(OpenAI.NotFoundError)
+    h.openai.script({ kind: "status", status: 429 })
+    await expect(client.chat.completions.create({ model: "acme/gpt", messages: [{ role: "user", content: "x" }] }))
+      .rejects.toBeInstanceOf(OpenAI.RateLimitError)
+    h.openai.script({ kind: "status", status: 500 })
+    await expect(client.chat.completions.create({ model: "acme/gpt", messages: [{ role: "user", content: "x" }] }))
+      .rejects.toBeInstanceOf(OpenAI.InternalServerError)
+    await expect(
+      client.chat.completions.create({
+        model: "acme/gpt",
+        messages: [{ role: "user", content: "x" }],
+        ...({ plugins: [{ id: "fusion" }] } as object)
+      })
+    ).rejects.toThrow(/served on \/v1\/messages only/)
+  })
+
+  it("ends a stream cut after content with an error chunk the SDK raises, never a silent end", async () => {
+    h.openai.script({ kind: "cut", afterEvents: 3 })
+    const runner = client.chat.completions.stream({
+      model: "acme/gpt",
+      messages: [{ role: "user", content: "one two three four five six" }]
+    })
+    await expect(runner.finalChatCompletion()).rejects.toThrow()
+  })
+})
