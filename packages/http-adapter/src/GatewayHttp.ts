@@ -16,6 +16,7 @@ import type {
   UsageLog
 } from "@model-gateway/core"
 import { Effect } from "effect"
+import * as Cors from "./Cors.js"
 import * as EndpointsRoute from "./EndpointsRoute.js"
 import type { GatewayRequest, GatewayResponse } from "./HttpTypes.js"
 import * as InternChatRoute from "./InternChatRoute.js"
@@ -32,6 +33,8 @@ export type { GatewayBody, GatewayRequest, GatewayResponse, Headers } from "./Ht
 export interface HandlerOptions {
   /** Path prefix of the API, `/v1` by default. */
   readonly basePath?: string | undefined
+  /** Cross-origin requests from browsers: off unless origins are given. */
+  readonly cors?: Cors.CorsOptions | undefined
 }
 
 export type Handler = (request: GatewayRequest) => Effect.Effect<GatewayResponse, never, HandlerRequirements>
@@ -94,5 +97,8 @@ export const routes = (basePath = "/v1"): ReadonlyArray<RouteTable.Route<Service
 }
 
 /** Builds the gateway's request handler. */
-export const makeHandler = (options: HandlerOptions = {}): Handler =>
-  RouteDispatcher.make(RouteTable.make(routes(options.basePath)))
+export const makeHandler = (options: HandlerOptions = {}): Handler => {
+  const table = RouteTable.make(routes(options.basePath))
+  const dispatch = RouteDispatcher.make(table)
+  return options.cors === undefined ? dispatch : Cors.wrap(options.cors, table, dispatch)
+}

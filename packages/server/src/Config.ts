@@ -148,6 +148,20 @@ const KeyConfig = Schema.Struct({
   label: Schema.optional(Schema.String)
 })
 
+/** An origin as browsers send it (`https://app.example.com`, `http://localhost:3000`: no path), or `*` for any. */
+const Origin = Schema.String.pipe(
+  Schema.filter((origin) =>
+    origin === "*" || /^https?:\/\/[^/\s?#]+$/i.test(origin) ||
+    "must be an origin such as https://app.example.com (scheme, host and port, no path), or *"
+  )
+)
+
+/** Cross-origin requests from browsers: off unless origins are listed. */
+const CorsConfig = Schema.Struct({
+  allowedOrigins: Schema.Array(Origin),
+  maxAgeSeconds: Schema.optionalWith(PositiveInt, { default: () => 600 })
+})
+
 const ServerConfig = Schema.Struct({
   host: Schema.optionalWith(Schema.String, { default: () => "127.0.0.1" }),
   port: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 65535)), { default: () => 8080 }),
@@ -159,7 +173,9 @@ const ServerConfig = Schema.Struct({
   /** How long a client may take to send a request's headers (slow-loris, a connection that never sends). */
   headersTimeoutMs: Schema.optionalWith(PositiveInt, { default: () => 15_000 }),
   /** How long a request body may stop arriving before the request is answered 408 and its connection closed. */
-  bodyIdleTimeoutMs: Schema.optionalWith(PositiveInt, { default: () => 10_000 })
+  bodyIdleTimeoutMs: Schema.optionalWith(PositiveInt, { default: () => 10_000 }),
+  /** Browser clients: `{allowedOrigins: [...]}`; off by default. */
+  cors: Schema.optional(CorsConfig)
 })
 
 /**

@@ -172,7 +172,7 @@ const bindings = (
   options: GatewayOptions,
   runtime: ManagedRuntime.ManagedRuntime<GatewayServices, StorageError>
 ): Gateway => {
-  const handler = Http.makeHandler({ basePath: config.server.basePath })
+  const handler = Http.makeHandler({ basePath: config.server.basePath, cors: config.server.cors })
   const bindingOptions = {
     maxBodyBytes: config.server.maxBodyBytes,
     bodyIdleMs: config.server.bodyIdleTimeoutMs,
