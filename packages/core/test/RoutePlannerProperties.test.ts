@@ -312,13 +312,25 @@ describe("RoutePlanner properties", () => {
     property(scenarioArb, (s) => {
       const result = run(s)
       if (Either.isLeft(result)) return
-      const models = result.right.attempts.map((a) => a.model.id)
+      const attempts = result.right.attempts
+      const models = attempts.map((a) => a.model.id)
       if (s.provider.allow_fallbacks === false && lower(s.provider.order).length === 0) {
         expect(new Set(models).size).toBe(models.length)
       }
       if (partitionOf(s.provider) === "model") {
-        const rank = models.map((id) => (id === "m0" ? -1 : s.fallbacks.indexOf(id)))
-        expect(rank).toEqual([...rank].sort((a, b) => a - b))
+        // Cooling-down endpoints (those provider.order does not place) are the whole plan's last resorts: models keep
+        // their order before them, and among them.
+        const byId = new Map(s.models.flatMap((m) => m.endpoints).map((g) => [g.endpoint.id, g]))
+        const order = lower(s.provider.order)
+        const lastResort = (a: RoutePlanner.Attempt) =>
+          tierOf(byId.get(a.endpoint.id)!, s.provider) === 3 && !order.includes(a.endpoint.provider.toLowerCase())
+        const rest = attempts.filter((a) => !lastResort(a))
+        const last = attempts.filter(lastResort)
+        if (rest.length > 0) expect(attempts.slice(rest.length).every(lastResort)).toBe(true)
+        for (const part of [rest, last]) {
+          const rank = part.map((a) => (a.model.id === "m0" ? -1 : s.fallbacks.indexOf(a.model.id)))
+          expect(rank).toEqual([...rank].sort((a, b) => a - b))
+        }
       }
     })
   })

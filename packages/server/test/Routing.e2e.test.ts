@@ -2,7 +2,6 @@
  * Routing policies end to end: provider preferences, outage avoidance and recovery (with a clock the
  * test moves forward), Retry-After, and session stickiness across two gateways sharing PostgreSQL.
  */
-import { Clock, Duration, Effect } from "effect"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -13,31 +12,10 @@ import { startFakeAnthropic, startFakeOpenAi } from "../../../packages/provider-
 import { decode } from "../src/Config.js"
 import type { RunningServer } from "../src/Gateway.js"
 import { startServer } from "../src/Gateway.js"
+import { OffsetClock } from "./OffsetClock.js"
 import { listening, type Proc, run } from "./processes.js"
 
 const KEY = "mg-routing-key"
-
-/** The real clock, shifted by an offset the test controls. */
-class OffsetClock implements Clock.Clock {
-  readonly [Clock.ClockTypeId]: Clock.ClockTypeId = Clock.ClockTypeId
-  offset = 0
-  private readonly real = Clock.make()
-  unsafeCurrentTimeMillis() {
-    return this.real.unsafeCurrentTimeMillis() + this.offset
-  }
-  get currentTimeMillis() {
-    return Effect.sync(() => this.unsafeCurrentTimeMillis())
-  }
-  unsafeCurrentTimeNanos() {
-    return this.real.unsafeCurrentTimeNanos() + BigInt(this.offset) * 1_000_000n
-  }
-  get currentTimeNanos() {
-    return Effect.sync(() => this.unsafeCurrentTimeNanos())
-  }
-  sleep(duration: Duration.Duration) {
-    return this.real.sleep(duration)
-  }
-}
 
 const config = (anthropic: FakeUpstream, openai: FakeUpstream, storage: string) =>
   decode({

@@ -8,6 +8,7 @@ import {
 import { decode } from "../src/Config.js"
 import type { RunningServer } from "../src/Gateway.js"
 import { startServer } from "../src/Gateway.js"
+import { OffsetClock } from "./OffsetClock.js"
 
 export const KEY = "mg-test-management-key"
 export const TEAM_KEY = "mg-test-team-b-key"
@@ -19,6 +20,9 @@ export interface Harness {
   readonly openai: FakeUpstream
   readonly gateway: RunningServer
   readonly url: string
+  /** The gateway's clock: the real one, shifted by what `reset` and the tests add. */
+  readonly clock: OffsetClock
+  /** Clears the fakes, and moves the gateway's clock an hour on so that every endpoint is healthy again. */
   reset(): void
   close(): Promise<void>
 }
@@ -70,15 +74,19 @@ export const startHarness = async (
       { key: TEAM_KEY, workspace: "team-b" }
     ]
   })
-  const gateway = await startServer(config, { host: "127.0.0.1", port: 0, requestLog: false })
+  const clock = new OffsetClock()
+  const gateway = await startServer(config, { host: "127.0.0.1", port: 0, clock, requestLog: false })
   return {
     anthropic,
     openai,
     gateway,
     url: gateway.url,
+    clock,
     reset() {
       anthropic.reset()
       openai.reset()
+      // An hour later for the gateway: no cooldown, Retry-After or outage one test left decides the next one.
+      clock.offset += 60 * 60_000
     },
     async close() {
       await gateway.close(1000)

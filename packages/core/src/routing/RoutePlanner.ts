@@ -565,6 +565,30 @@ const planOne = (request: RouteRequest, model: Model, context: RouteContext): Ro
 }
 
 /**
+ * A cooling-down endpoint (an open circuit, a provider's Retry-After still running) is a last resort for the whole
+ * plan, not only among its model's endpoints: another candidate model's endpoint is tried before it, so that a held
+ * endpoint is not asked again while a fallback model could answer. Endpoints placed by `provider.order` stay where
+ * the order put them.
+ */
+const lastResortsLast = (
+  ranked: ReadonlyArray<Ranked>,
+  prefs: Resolved,
+  steps: Array<PipelineStep>
+): ReadonlyArray<Ranked> => {
+  const order = prefs.order
+  const held = ranked.filter((r) =>
+    r.candidate.tier === 3 && (order === undefined || !order.includes(r.candidate.endpoint.provider.toLowerCase()))
+  )
+  if (held.length === 0 || held.length === ranked.length) return ranked
+  const at = ranked.indexOf(held[0])
+  if (ranked.slice(at).every((r) => held.includes(r))) return ranked
+  steps.push(
+    step("health", `cooling down, tried after every other candidate: ${held.map((r) => label(r.candidate)).join(", ")}`)
+  )
+  return [...ranked.filter((r) => !held.includes(r)), ...held]
+}
+
+/**
  * Plans the attempts for a request. See the module documentation for the rules; `context` carries health, the
  * session and the random source (all optional). Fails with `NotFound` when the requested model is unknown or has no
  * endpoint, and with `InvalidRequest` when the filters leave nothing.
@@ -733,7 +757,7 @@ export const plan = (
     }
   }
 
-  let final = ordered.flat()
+  let final = lastResortsLast(ordered.flat(), prefs, steps)
   if (!prefs.allowFallbacks && prefs.order === undefined) {
     const models = new Set<string>()
     const dropped: Array<string> = []

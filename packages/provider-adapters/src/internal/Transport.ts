@@ -113,7 +113,7 @@ export const classifyStatus = (
 ): Upstream.UpstreamError => {
   const kind: Upstream.UpstreamFailure = status === 429
     ? "rate_limited"
-    : status === 529 || errorType === "overloaded_error"
+    : status === 529 || status === 503 || errorType === "overloaded_error"
     ? "overloaded"
     : status === 408 || status === 504 || status === 524
     ? "timeout"

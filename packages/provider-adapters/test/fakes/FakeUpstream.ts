@@ -18,6 +18,8 @@ export type Behaviour =
   | { readonly kind: "cut"; readonly afterEvents: number; readonly chunkDelayMs?: number }
   | { readonly kind: "malformed"; readonly afterEvents: number; readonly chunkDelayMs?: number }
   | { readonly kind: "stall"; readonly afterEvents: number; readonly chunkDelayMs?: number }
+  /** Ends the answer cleanly after that many frames, without its terminal frame (JSON: a clean half body). */
+  | { readonly kind: "end"; readonly afterEvents: number; readonly chunkDelayMs?: number }
   | {
     readonly kind: "errorEvent"
     readonly afterEvents: number
@@ -245,6 +247,8 @@ export const startFake = async (protocol: Protocol, options: FakeUpstreamOptions
             return kill(ex, res)
           case "stall":
             return
+          case "end":
+            return void res.end()
           case "errorEvent":
             await write(ex, res, protocol.errorEvent(behaviour.status ?? protocol.defaultErrorEventStatus, requestId))
             return void res.end()
@@ -279,6 +283,7 @@ export const startFake = async (protocol: Protocol, options: FakeUpstreamOptions
         if (behaviour.kind === "cut") kill(ex, res)
         return
       case "malformed":
+      case "end":
         res.writeHead(200, { ...headers, "content-length": String(Buffer.byteLength(half)) })
         return void res.end(half)
       case "errorEvent":

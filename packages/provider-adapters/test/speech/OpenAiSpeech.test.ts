@@ -135,7 +135,7 @@ describe("OpenAiSpeech", () => {
     const cases = [
       [429, "rate_limited"],
       [500, "server_error"],
-      [503, "server_error"],
+      [503, "overloaded"],
       [529, "overloaded"],
       [400, "invalid_request"],
       [401, "auth"],

@@ -1,0 +1,279 @@
+/**
+ * Upstream faults, every one on both adapters (an Anthropic Messages upstream and an OpenAI chat completions upstream)
+ * and in both modes (JSON and event stream), through a real server. Each case starts a fresh gateway, so that the
+ * health one fault leaves (a cooldown, a held Retry-After) never decides another case. `docs/reliability.md` lists
+ * each fault with the test that covers it.
+ */
+import { UsageLog } from "@model-gateway/core"
+import { Effect } from "effect"
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest"
+import type { Behaviour, FakeUpstream } from "../../../packages/provider-adapters/test/fakes/index.js"
+import {
+  freePortThatRefuses,
+  startFakeAnthropic,
+  startFakeOpenAi
+} from "../../../packages/provider-adapters/test/fakes/index.js"
+import { decode } from "../src/Config.js"
+import { type RunningServer, startServer } from "../src/Gateway.js"
+import { readEvents } from "./harness.js"
+import { OffsetClock } from "./OffsetClock.js"
+
+const KEY = "mg-faults-key"
+
+let anthropic: FakeUpstream
+let openai: FakeUpstream
+let refused: string
+
+beforeAll(async () => {
+  anthropic = await startFakeAnthropic()
+  openai = await startFakeOpenAi()
+  refused = await freePortThatRefuses()
+})
+afterAll(() => Promise.all([anthropic.close(), openai.close()]))
+
+/** Both fakes answer 100 input and 10 output tokens, so that who is billed what is known. */
+const REPLY = { text: "one two three four five six", usage: { input: 100, output: 10 } }
+beforeEach(() => {
+  for (const fake of [anthropic, openai]) {
+    fake.reset()
+    fake.setReply(() => REPLY)
+  }
+})
+
+const MAIN_PRICE = { prompt: "0.000003", completion: "0.000015" }
+const BACKUP_PRICE = { prompt: "0.000001", completion: "0.000002" }
+/** What the backup model's answer costs: 100 × 0.000001 + 10 × 0.000002. */
+const BACKUP_COST = 0.00012
+
+const configOf = () => {
+  const timeouts = { firstByteMs: 400, idleMs: 400, requestMs: 4000 }
+  return decode({
+    storage: "memory:",
+    providers: {
+      anthro: { kind: "anthropic", baseUrl: anthropic.url, apiKey: "sk-a", timeouts },
+      acme: { kind: "openai", baseUrl: openai.url, apiKey: "sk-o", timeouts },
+      anthroDead: { kind: "anthropic", baseUrl: refused, apiKey: "sk-a", timeouts },
+      acmeDead: { kind: "openai", baseUrl: `${refused}/v1`, apiKey: "sk-o", timeouts }
+    },
+    models: {
+      "a/main": { endpoints: [{ provider: "anthro", upstreamModel: "claude-main", pricing: MAIN_PRICE }] },
+      "a/dead": { endpoints: [{ provider: "anthroDead", upstreamModel: "claude-main", pricing: MAIN_PRICE }] },
+      "a/backup": { endpoints: [{ provider: "anthro", upstreamModel: "claude-backup", pricing: BACKUP_PRICE }] },
+      "o/main": { endpoints: [{ provider: "acme", upstreamModel: "gpt-main", pricing: MAIN_PRICE }] },
+      "o/dead": { endpoints: [{ provider: "acmeDead", upstreamModel: "gpt-main", pricing: MAIN_PRICE }] },
+      "o/backup": { endpoints: [{ provider: "acme", upstreamModel: "gpt-backup", pricing: BACKUP_PRICE }] }
+    },
+    keys: [{ key: KEY, management: true }]
+  }).config
+}
+
+type Kind = "anthropic" | "openai"
+type Mode = "json" | "stream"
+
+/** The adapter under test: its fake, its models, and a backup model on the other adapter. */
+const sideOf = (kind: Kind) =>
+  kind === "anthropic"
+    ? { fake: () => anthropic, main: "a/main", dead: "a/dead", backup: "o/backup", upstreamModel: "claude-main" }
+    : { fake: () => openai, main: "o/main", dead: "o/dead", backup: "a/backup", upstreamModel: "gpt-main" }
+
+interface Answer {
+  readonly status: number
+  readonly headers: Headers
+  readonly requestId: string
+  /** The JSON body (or error body); for a stream, its events. */
+  readonly body: any
+  readonly events: ReadonlyArray<{ event: string | undefined; data: any }>
+  /** The model the answer names. */
+  readonly model: string | undefined
+}
+
+const ask = async (url: string, mode: Mode, model: string, extra: Record<string, unknown> = {}): Promise<Answer> => {
+  const response = await fetch(`${url}/v1/messages`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` },
+    body: JSON.stringify({
+      model,
+      max_tokens: 50,
+      messages: [{ role: "user", content: "hello" }],
+      ...(mode === "stream" ? { stream: true } : {}),
+      ...extra
+    })
+  })
+  const requestId = response.headers.get("request-id") ?? ""
+  if (response.status !== 200 || mode === "json") {
+    const body = await response.json() as any
+    return { status: response.status, headers: response.headers, requestId, body, events: [], model: body.model }
+  }
+  const events = await readEvents(response)
+  return {
+    status: 200,
+    headers: response.headers,
+    requestId,
+    body: undefined,
+    events,
+    model: events[0]?.data?.message?.model
+  }
+}
+
+let gateway: RunningServer
+const clock = new OffsetClock()
+
+const start = async () => {
+  gateway = await startServer(configOf(), { host: "127.0.0.1", port: 0, clock, requestLog: false })
+}
+
+const usageOf = async (requestId: string) => {
+  const records = await gateway.gateway.runtime.runPromise(
+    Effect.flatMap(UsageLog.UsageLog, (log) => Effect.zipRight(log.flush, log.list({ limit: 100 })))
+  )
+  return records.find((r) => r.requestId === requestId)
+}
+
+/** A complete answer from the backup model, billed for the backup's usage alone. */
+const answeredByBackup = async (answer: Answer, backup: string, mode: Mode) => {
+  expect(answer.status).toBe(200)
+  expect(answer.model, "the answer names the model that answered").toBe(backup)
+  if (mode === "stream") expect(answer.events.at(-1)?.event).toBe("message_stop")
+  else expect(answer.body.stop_reason).toBe("end_turn")
+  const record = await usageOf(answer.requestId)
+  expect(record).toMatchObject({ model: backup, status: 200, inputTokens: 100, outputTokens: 10 })
+  expect(Number(record!.cost)).toBeCloseTo(BACKUP_COST, 12)
+}
+
+/** A stream that broke after content: it ends with an in-band error, never as a complete answer. */
+const brokenInBand = (answer: Answer) => {
+  expect(answer.status).toBe(200)
+  expect(answer.events.some((e) => e.event === "content_block_delta")).toBe(true)
+  expect(answer.events.at(-1)?.event).toBe("error")
+  expect(answer.events.filter((e) => e.event === "message_stop")).toHaveLength(0)
+  const delta = answer.events.find((e) => e.event === "message_delta")
+  expect(delta?.data?.delta?.stop_reason ?? null).not.toBe("end_turn")
+}
+
+const matrix: ReadonlyArray<[Kind, Mode]> = [
+  ["anthropic", "json"],
+  ["anthropic", "stream"],
+  ["openai", "json"],
+  ["openai", "stream"]
+]
+
+describe.each(matrix)("%s upstream, %s", (kind, mode) => {
+  const side = sideOf(kind)
+  const fallback = () => ({ fallbacks: [{ model: side.backup }] })
+  beforeEach(start)
+  afterEach(() => gateway.close(1000))
+
+  it("429 with Retry-After: held (not asked again while it lasts), the fallback answers", async () => {
+    side.fake().script({ kind: "status", status: 429, headers: { "retry-after": "30" } })
+    await answeredByBackup(await ask(gateway.url, mode, side.main, fallback()), side.backup, mode)
+    await answeredByBackup(await ask(gateway.url, mode, side.main, fallback()), side.backup, mode)
+    expect(side.fake().requests).toHaveLength(1)
+    clock.offset += 31_000
+    const after = await ask(gateway.url, mode, side.main, fallback())
+    expect(after.model, "asked again once the Retry-After has passed").toBe(side.main)
+  })
+
+  it("429 with Retry-After and nothing else to try: the client gets 429 with retry-after", async () => {
+    side.fake().script({ kind: "status", status: 429, headers: { "retry-after": "30" } })
+    const answer = await ask(gateway.url, mode, side.main)
+    expect(answer.status).toBe(429)
+    expect(answer.body.error.type).toBe("rate_limit_error")
+    expect(Number(answer.headers.get("retry-after"))).toBeGreaterThanOrEqual(29)
+  })
+
+  it("500 once: the fallback answers, and the endpoint is used again by the next request", async () => {
+    side.fake().script({ kind: "status", status: 500, body: { error: { message: "boom" } } })
+    await answeredByBackup(await ask(gateway.url, mode, side.main, fallback()), side.backup, mode)
+    const next = await ask(gateway.url, mode, side.main, fallback())
+    expect(next.model).toBe(side.main)
+    expect(side.fake().requests).toHaveLength(2)
+  })
+
+  it.each([529, 503])(
+    "persistent %i: the fallback answers; alone, the client gets 529 overloaded_error",
+    async (status) => {
+      side.fake().setDefault({ kind: "status", status })
+      await answeredByBackup(await ask(gateway.url, mode, side.main, fallback()), side.backup, mode)
+      clock.offset += 10 * 60_000
+      const alone = await ask(gateway.url, mode, side.main)
+      expect(alone.status).toBe(529)
+      expect(alone.body.error.type).toBe("overloaded_error")
+    }
+  )
+
+  it("TCP reset before headers: the fallback answers; alone, a retryable 503", async () => {
+    side.fake().script({ kind: "destroy" })
+    await answeredByBackup(await ask(gateway.url, mode, side.main, fallback()), side.backup, mode)
+    clock.offset += 10 * 60_000
+    side.fake().script({ kind: "destroy" })
+    const alone = await ask(gateway.url, mode, side.main)
+    expect(alone.status).toBe(503)
+    expect(alone.body.error.type).toBe("overloaded_error")
+  })
+
+  it("connection refused: the fallback answers; alone, a retryable 503", async () => {
+    await answeredByBackup(await ask(gateway.url, mode, side.dead, fallback()), side.backup, mode)
+    clock.offset += 10 * 60_000
+    const alone = await ask(gateway.url, mode, side.dead)
+    expect(alone.status).toBe(503)
+    expect(alone.body.error.type).toBe("overloaded_error")
+  })
+
+  it("no first byte before the deadline: the abandoned request is aborted upstream, the fallback answers", async () => {
+    side.fake().script({ kind: "hang" })
+    await answeredByBackup(await ask(gateway.url, mode, side.main, fallback()), side.backup, mode)
+    await expect.poll(() => side.fake().aborted()).toBe(1)
+    expect(side.fake().inFlight()).toBe(0)
+  })
+
+  it("recovery after cooldown: an endpoint in an outage is avoided, then used again once it heals", async () => {
+    side.fake().setDefault({ kind: "status", status: 500 })
+    for (let i = 0; i < 4; i++) {
+      await answeredByBackup(await ask(gateway.url, mode, side.main, fallback()), side.backup, mode)
+    }
+    const tried = side.fake().requests.length
+    expect(tried).toBeLessThan(4)
+    side.fake().setDefault({ kind: "ok" })
+    clock.offset += 10 * 60_000
+    expect((await ask(gateway.url, mode, side.main, fallback())).model).toBe(side.main)
+  })
+
+  if (mode === "stream") {
+    it("stream cut after content: an in-band error, never end_turn", async () => {
+      side.fake().script({ kind: "cut", afterEvents: 5 })
+      brokenInBand(await ask(gateway.url, mode, side.main, fallback()))
+    })
+
+    it("stream stalled after content: an in-band timeout error", async () => {
+      side.fake().script({ kind: "stall", afterEvents: 5 })
+      const answer = await ask(gateway.url, mode, side.main, fallback())
+      brokenInBand(answer)
+      expect(answer.events.at(-1)?.data?.error?.type).toBe("timeout_error")
+    })
+
+    it("malformed frame after content: an in-band error", async () => {
+      side.fake().script({ kind: "malformed", afterEvents: 5 })
+      brokenInBand(await ask(gateway.url, mode, side.main, fallback()))
+    })
+
+    it("ended without message_stop / [DONE] after content: an in-band error, never end_turn", async () => {
+      side.fake().script({ kind: "end", afterEvents: 5 })
+      brokenInBand(await ask(gateway.url, mode, side.main, fallback()))
+    })
+
+    it("a fault before any content falls back within the stream", async () => {
+      side.fake().script({ kind: "cut", afterEvents: 1 })
+      await answeredByBackup(await ask(gateway.url, mode, side.main, fallback()), side.backup, mode)
+    })
+  } else {
+    it.each<[string, Behaviour]>([
+      ["cut", { kind: "cut", afterEvents: 0 }],
+      ["stalled", { kind: "stall", afterEvents: 0 }],
+      ["malformed", { kind: "malformed", afterEvents: 0 }],
+      ["ended early", { kind: "end", afterEvents: 0 }]
+    ])("a JSON answer %s halfway: the fallback answers", async (_, behaviour) => {
+      side.fake().script(behaviour)
+      await answeredByBackup(await ask(gateway.url, mode, side.main, fallback()), side.backup, mode)
+    })
+  }
+})
