@@ -82,7 +82,13 @@ const startGateway = async (name: string, config: string, cwd: string): Promise<
   const port = await freePort()
   const child = spawn(process.execPath, [MAIN], {
     cwd,
-    env: { PATH: process.env.PATH ?? "", GATEWAY_CONFIG: config, SOAK_KEY: KEY, PORT: String(port), LOG_FORMAT: "json" },
+    env: {
+      PATH: process.env.PATH ?? "",
+      GATEWAY_CONFIG: config,
+      SOAK_KEY: KEY,
+      PORT: String(port),
+      LOG_FORMAT: "json"
+    },
     // The request log is written, as in production, and thrown away here.
     stdio: ["ignore", "ignore", "inherit"]
   })
@@ -287,7 +293,9 @@ const main = async () => {
   const rss: Array<Array<number>> = [pids.map(rssMiB)]
   const started = Date.now()
   const until = started + MINUTES * 60_000
-  console.log(`soak: ${MINUTES} min, ${CONCURRENCY} concurrent clients, gateways ${gateways.map((g) => g.url).join(", ")}`)
+  console.log(
+    `soak: ${MINUTES} min, ${CONCURRENCY} concurrent clients, gateways ${gateways.map((g) => g.url).join(", ")}`
+  )
 
   const faults = setInterval(() => {
     const fake = Math.random() < 0.5 ? anthropic : openai
@@ -300,7 +308,9 @@ const main = async () => {
     rss.push(pids.map(rssMiB))
     const minute = rss.length - 1
     const served = [...outcomes.values()].reduce((a, b) => a + b, 0)
-    console.log(`minute ${minute}: ${served} requests, RSS ${rss.at(-1)!.map((m) => `${m.toFixed(0)} MiB`).join(" / ")}`)
+    console.log(
+      `minute ${minute}: ${served} requests, RSS ${rss.at(-1)!.map((m) => `${m.toFixed(0)} MiB`).join(" / ")}`
+    )
   }, 60_000)
 
   const worker = async (i: number) => {
@@ -320,7 +330,9 @@ const main = async () => {
   await sleep(5_000)
   const fdsAtEnd = pids.map(openFds)
   const upstreamInFlight = anthropic.inFlight() + openai.inFlight()
-  if (upstreamInFlight > 0) broken.push(`${upstreamInFlight} upstream requests still open 5 s after the traffic stopped`)
+  if (upstreamInFlight > 0) {
+    broken.push(`${upstreamInFlight} upstream requests still open 5 s after the traffic stopped`)
+  }
   rss.push(pids.map(rssMiB))
 
   stopping = true
@@ -336,7 +348,9 @@ const main = async () => {
     return (rss.at(-2)![p] - rss[from][p]) / Math.max(1, rss.length - 2 - from)
   })
   const lines = [
-    `Soak: ${MINUTES} min (${seconds.toFixed(0)} s), ${CONCURRENCY} concurrent clients, 2 gateway processes, PostgreSQL`,
+    `Soak: ${MINUTES} min (${
+      seconds.toFixed(0)
+    } s), ${CONCURRENCY} concurrent clients, 2 gateway processes, PostgreSQL`,
     `storage, a fault queued every 100 ms. Node ${process.version}.`,
     "",
     `Requests: ${served} (${(served / seconds).toFixed(0)}/s).`,
