@@ -1,4 +1,7 @@
 export * as Keys from "./auth/Keys.js"
+export * as Batch from "./batches/Batch.js"
+export * as BatchStateMachine from "./batches/BatchStateMachine.js"
+export * as BatchStore from "./batches/BatchStore.js"
 export * as Catalogue from "./catalogue/Catalogue.js"
 export * as EndpointListing from "./catalogue/EndpointListing.js"
 export * as ModelListing from "./catalogue/ModelListing.js"

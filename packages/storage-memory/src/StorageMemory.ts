@@ -1,8 +1,10 @@
 /**
- * Every in-memory store in one layer: `Keys`, `UsageLog`, `EndpointStats`, `SessionAffinity` and `InternStore`.
+ * Every in-memory store in one layer: `Keys`, `UsageLog`, `EndpointStats`, `SessionAffinity`, `InternStore` and
+ * `BatchStore`.
  */
 import type { Stores } from "@model-gateway/core"
 import { Layer } from "effect"
+import * as MemoryBatchStore from "./MemoryBatchStore.js"
 import * as MemoryEndpointStats from "./MemoryEndpointStats.js"
 import * as MemoryInternStore from "./MemoryInternStore.js"
 import * as MemoryKeys from "./MemoryKeys.js"
@@ -17,7 +19,7 @@ export interface StorageMemoryOptions
     MemorySessionAffinity.MemorySessionAffinityOptions
 {}
 
-/** In-memory `Keys`, `UsageLog`, `EndpointStats`, `SessionAffinity` and `InternStore`. */
+/** In-memory `Keys`, `UsageLog`, `EndpointStats`, `SessionAffinity`, `InternStore` and `BatchStore`. */
 export const layer = (
   options: StorageMemoryOptions = {}
 ): Layer.Layer<Stores.Stores> =>
@@ -26,5 +28,6 @@ export const layer = (
     MemoryUsageLog.layer(options),
     MemoryEndpointStats.layer(options),
     MemorySessionAffinity.layer(options),
-    MemoryInternStore.layer
+    MemoryInternStore.layer,
+    MemoryBatchStore.layer
   )

@@ -1,3 +1,4 @@
+export * as MemoryBatchStore from "./MemoryBatchStore.js"
 export * as MemoryEndpointStats from "./MemoryEndpointStats.js"
 export * as MemoryInternStore from "./MemoryInternStore.js"
 export * as MemoryKeys from "./MemoryKeys.js"

@@ -211,6 +211,57 @@ const usageMetadata = Effect.gen(function*() {
   yield* sql`ALTER TABLE mg_usage ADD COLUMN metadata TEXT`
 })
 
+/**
+ * Batches (`mg_batches`: the record, its counts and usage, and the lease of the worker that moves it through its
+ * lifecycle) and their requests (`mg_batch_items`: one row per request in submission order, its state, the lease of the
+ * worker running it, and its result as JSON). The cost is an exact decimal kept as text.
+ */
+const createBatches = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE mg_batches (
+    id TEXT PRIMARY KEY NOT NULL,
+    workspace TEXT NOT NULL,
+    key_id TEXT,
+    endpoint TEXT NOT NULL,
+    model TEXT NOT NULL,
+    completion_window TEXT NOT NULL,
+    status TEXT NOT NULL,
+    provider TEXT,
+    app_referer TEXT,
+    app_title TEXT,
+    app_categories TEXT,
+    total INTEGER NOT NULL,
+    completed INTEGER NOT NULL,
+    failed INTEGER NOT NULL,
+    prompt_tokens BIGINT NOT NULL,
+    completion_tokens BIGINT NOT NULL,
+    cost TEXT NOT NULL,
+    error_message TEXT,
+    created_at BIGINT NOT NULL,
+    expires_at BIGINT NOT NULL,
+    finalized_at BIGINT,
+    updated_at BIGINT NOT NULL,
+    lease_owner TEXT,
+    lease_until BIGINT NOT NULL
+  )`
+  yield* sql`CREATE INDEX mg_batches_workspace_id ON mg_batches (workspace, id)`
+  yield* sql`CREATE INDEX mg_batches_status ON mg_batches (status, id)`
+  yield* sql`CREATE TABLE mg_batch_items (
+    batch_id TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    custom_id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    state TEXT NOT NULL,
+    lease_owner TEXT,
+    lease_token TEXT,
+    lease_until BIGINT NOT NULL,
+    result TEXT,
+    PRIMARY KEY (batch_id, idx)
+  )`
+  yield* sql`CREATE INDEX mg_batch_items_state ON mg_batch_items (batch_id, state, idx)`
+  yield* sql`CREATE INDEX mg_batch_items_owner ON mg_batch_items (lease_owner, state)`
+})
+
 /** Every migration, by `<id>_<name>`. Append new ones; never edit an applied one. */
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "1_create_api_keys": createApiKeys,
@@ -219,7 +270,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "4_create_session_affinity": createSessionAffinity,
   "5_key_sources_and_usage_routes": keySourcesAndUsageRoutes,
   "6_create_interns": createInterns,
-  "7_usage_metadata": usageMetadata
+  "7_usage_metadata": usageMetadata,
+  "8_create_batches": createBatches
 }
 
 const migrator = Migrator.make({})

@@ -1,6 +1,7 @@
 /**
- * SQL storage layers: `Keys`, `UsageLog`, `EndpointStats`, `SessionAffinity` and `InternStore` on SQLite (a file or
- * `:memory:`) or PostgreSQL, with the migrations applied when the layer is built. The SQL client stays inside the layer.
+ * SQL storage layers: `Keys`, `UsageLog`, `EndpointStats`, `SessionAffinity`, `InternStore` and `BatchStore` on SQLite
+ * (a file or `:memory:`) or PostgreSQL, with the migrations applied when the layer is built. The SQL client stays inside
+ * the layer.
  */
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
@@ -13,6 +14,7 @@ import { Data, Effect, Layer, Redacted } from "effect"
 import { mkdirSync } from "node:fs"
 import * as NodePath from "node:path"
 import * as Migrations from "./Migrations.js"
+import * as SqlBatchStore from "./SqlBatchStore.js"
 import * as SqlEndpointStats from "./SqlEndpointStats.js"
 import * as SqlInternStore from "./SqlInternStore.js"
 import * as SqlKeys from "./SqlKeys.js"
@@ -51,8 +53,8 @@ export interface PgOptions extends StoreOptions {
 }
 
 /**
- * `Keys`, `UsageLog`, `EndpointStats`, `SessionAffinity` and `InternStore` over the `SqlClient` in context, after
- * running the migrations.
+ * `Keys`, `UsageLog`, `EndpointStats`, `SessionAffinity`, `InternStore` and `BatchStore` over the `SqlClient` in
+ * context, after running the migrations.
  */
 export const layer = (
   options: StoreOptions = {}
@@ -62,7 +64,8 @@ export const layer = (
     SqlUsageLog.layer(options),
     SqlEndpointStats.layer(options),
     SqlSessionAffinity.layer(options),
-    SqlInternStore.layer
+    SqlInternStore.layer,
+    SqlBatchStore.layer
   ).pipe(Layer.provide(Migrations.layer))
 
 /** Storage in a SQLite database file (or `:memory:`). */

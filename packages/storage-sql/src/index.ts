@@ -1,4 +1,5 @@
 export * as Migrations from "./Migrations.js"
+export * as SqlBatchStore from "./SqlBatchStore.js"
 export * as SqlEndpointStats from "./SqlEndpointStats.js"
 export * as SqlInternStore from "./SqlInternStore.js"
 export * as SqlKeys from "./SqlKeys.js"

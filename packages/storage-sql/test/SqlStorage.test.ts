@@ -289,6 +289,8 @@ describe.skipIf(skipPg)("PostgreSQL", () => {
         WHERE table_schema = ${pgSchema} ORDER BY table_name`
       assert.deepStrictEqual(tables.map((t) => t.table_name), [
         "mg_api_keys",
+        "mg_batch_items",
+        "mg_batches",
         "mg_endpoint_buckets",
         "mg_endpoint_cooldowns",
         "mg_intern_reveals",
