@@ -1,4 +1,5 @@
 export * as ApiKeys from "./ApiKeys.js"
+export * as BatchesRoute from "./BatchesRoute.js"
 export * as EndpointsRoute from "./EndpointsRoute.js"
 export * as ErrorResponses from "./ErrorResponses.js"
 export * as FetchBinding from "./FetchBinding.js"
