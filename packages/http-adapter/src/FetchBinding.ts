@@ -64,7 +64,8 @@ export const toGatewayRequest = (request: Request, options: FetchOptions = {}): 
     path,
     query: url.search.slice(1),
     headers,
-    body: readBody(request, options.maxBodyBytes ?? 32 * 1024 * 1024)
+    body: readBody(request, options.maxBodyBytes ?? 32 * 1024 * 1024),
+    bodyUpTo: (limit) => readBody(request, limit)
   }
 }
 

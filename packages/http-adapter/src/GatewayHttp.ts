@@ -5,6 +5,7 @@
  * `makeHandler`.
  */
 import type {
+  BatchService,
   Catalogue,
   EndpointStats,
   InternChat,
@@ -16,6 +17,7 @@ import type {
   UsageLog
 } from "@model-gateway/core"
 import { Effect } from "effect"
+import * as BatchesRoute from "./BatchesRoute.js"
 import * as Cors from "./Cors.js"
 import * as EndpointsRoute from "./EndpointsRoute.js"
 import type { GatewayRequest, GatewayResponse } from "./HttpTypes.js"
@@ -47,6 +49,7 @@ export type Services =
   | EndpointStats.EndpointStats
   | InternService.Interns
   | InternChat.InternChat
+  | BatchService.Batches
   | UsageLog.UsageLog
 
 export type HandlerRequirements = Keys.Keys | UsageLog.UsageLog | Services
@@ -83,7 +86,8 @@ export const apiRoutes: ReadonlyArray<RouteTable.Route<Services>> = [
   EndpointsRoute.modelEndpoints,
   EndpointsRoute.modelEndpointsById,
   ...InternsRoute.routes,
-  InternChatRoute.chat
+  InternChatRoute.chat,
+  ...BatchesRoute.routes
 ]
 
 /** Every route of the gateway: the API under the base path, and `/health` both at the root and under the base. */

@@ -43,32 +43,26 @@ export const make = (handler: Handler, options: HttpAppOptions = {}) =>
     if (options.mountPath !== undefined && path.startsWith(options.mountPath)) {
       path = path.slice(options.mountPath.length) || "/"
     }
-    const body = Effect.suspend(() => {
-      const declared = Number(request.headers["content-length"])
-      if (Number.isFinite(declared) && declared > limit) {
-        return Effect.fail(
-          new GatewayError.PayloadTooLarge({ message: `Request body exceeds the limit of ${limit} bytes` })
+    const bodyUpTo = (max: number) =>
+      Effect.suspend(() => {
+        const tooLarge = () =>
+          Effect.fail(new GatewayError.PayloadTooLarge({ message: `Request body exceeds the limit of ${max} bytes` }))
+        const declared = Number(request.headers["content-length"])
+        if (Number.isFinite(declared) && declared > max) return tooLarge()
+        return request.arrayBuffer.pipe(
+          Effect.mapError((e) =>
+            new GatewayError.InvalidRequest({ message: `Could not read request body: ${e.message}` })
+          ),
+          Effect.flatMap((buffer) => buffer.byteLength > max ? tooLarge() : Effect.succeed(new Uint8Array(buffer)))
         )
-      }
-      return request.arrayBuffer.pipe(
-        Effect.mapError((e) =>
-          new GatewayError.InvalidRequest({ message: `Could not read request body: ${e.message}` })
-        ),
-        Effect.flatMap((buffer) =>
-          buffer.byteLength > limit
-            ? Effect.fail(
-              new GatewayError.PayloadTooLarge({ message: `Request body exceeds the limit of ${limit} bytes` })
-            )
-            : Effect.succeed(new Uint8Array(buffer))
-        )
-      )
-    })
+      })
     const response = yield* handler({
       method: request.method,
       path,
       query: url.search.slice(1),
       headers: request.headers,
-      body
+      body: bodyUpTo(limit),
+      bodyUpTo
     })
     return toServerResponse(response)
   })

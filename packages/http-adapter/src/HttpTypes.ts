@@ -27,6 +27,12 @@ export interface GatewayRequest {
    * InvalidRequest when it cannot be read. Read only when a route needs it.
    */
   readonly body: Effect.Effect<Uint8Array, BodyError>
+  /**
+   * Reads the body with a limit of its own instead of the binding's (a route whose bodies may be larger, such as a
+   * batch submission): PayloadTooLarge past `maxBytes`. Use it or `body`, once. A binding without it has only its own
+   * limit.
+   */
+  readonly bodyUpTo?: ((maxBytes: number) => Effect.Effect<Uint8Array, BodyError>) | undefined
 }
 
 /** Why a request body could not be read. */

@@ -286,25 +286,40 @@ export const writeResponse = (
 }
 
 /** Adapts node's request to the gateway's description; the body is read when the handler asks for it. */
-export const toGatewayRequest = (req: IncomingMessage, options: NodeOptions = {}): GatewayRequest =>
-  describe(
+export const toGatewayRequest = (req: IncomingMessage, options: NodeOptions = {}): GatewayRequest => {
+  const idleMs = options.bodyIdleMs ?? BODY_IDLE_MS
+  return describe(
     req,
     options,
-    readBody(req, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, options.bodyIdleMs ?? BODY_IDLE_MS)
+    readBody(req, options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, idleMs),
+    (limit) => readBody(req, limit, idleMs)
   )
+}
 
 const describe = (
   req: IncomingMessage,
   options: NodeOptions,
-  body: GatewayRequest["body"]
+  body: GatewayRequest["body"],
+  bodyUpTo: NonNullable<GatewayRequest["bodyUpTo"]>
 ): GatewayRequest => {
   const url = req.url ?? "/"
   const q = url.indexOf("?")
   let path = q === -1 ? url : url.slice(0, q)
   const mount = options.mountPath
   if (mount !== undefined && path.startsWith(mount)) path = path.slice(mount.length) || "/"
-  return { method: req.method ?? "GET", path, query: q === -1 ? "" : url.slice(q + 1), headers: req.headers, body }
+  return {
+    method: req.method ?? "GET",
+    path,
+    query: q === -1 ? "" : url.slice(q + 1),
+    headers: req.headers,
+    body,
+    bodyUpTo
+  }
 }
+
+/** A body read already (ahead of the request's fiber), under a route's own limit. */
+const readAlready = (bytes: Uint8Array) => (limit: number): Effect.Effect<Uint8Array, BodyError> =>
+  bytes.byteLength > limit ? Effect.fail(tooLarge(limit)) : Effect.succeed(bytes)
 
 /**
  * Bodies up to this size, when their length is declared, are read before the request's fiber starts. That spares
@@ -332,9 +347,17 @@ export const makeListener = <E>(
   const limit = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES
   const idleMs = options.bodyIdleMs ?? BODY_IDLE_MS
   const readAheadLimit = Math.min(limit, READ_AHEAD_BYTES)
-  const serve = (req: IncomingMessage, res: ServerResponse, body: GatewayRequest["body"]): void => {
+  const serve = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: GatewayRequest["body"],
+    bodyUpTo: NonNullable<GatewayRequest["bodyUpTo"]>
+  ): void => {
     const fiber = runtime.runFork(
-      Effect.flatMap(handler(describe(req, options, body)), (response) => writeResponse(res, response, req, options))
+      Effect.flatMap(
+        handler(describe(req, options, body, bodyUpTo)),
+        (response) => writeResponse(res, response, req, options)
+      )
     )
     // A defect (the handler cannot fail otherwise) still gets an answer. Watched from outside the fiber rather than
     // with `catchAllDefect`, which would add Effect steps to every request for what should never happen.
@@ -357,11 +380,17 @@ export const makeListener = <E>(
       // Read ahead. Nothing is served when the request errs or closes before its end: the client is gone (an error
       // on the request means its socket was destroyed), and there is nobody to answer. A body that stopped arriving
       // is answered (408) by the route, which finds the failure when it reads the body.
-      collectBody(req, readAheadLimit, idleMs, (bytes) => serve(req, res, Effect.succeed(bytes)), (error) => {
-        if (error._tag === "RequestTimeout") serve(req, res, Effect.fail(error))
-      })
+      collectBody(
+        req,
+        readAheadLimit,
+        idleMs,
+        (bytes) => serve(req, res, Effect.succeed(bytes), readAlready(bytes)),
+        (error) => {
+          if (error._tag === "RequestTimeout") serve(req, res, Effect.fail(error), () => Effect.fail(error))
+        }
+      )
     } else {
-      serve(req, res, readBody(req, limit, idleMs))
+      serve(req, res, readBody(req, limit, idleMs), (routeLimit) => readBody(req, routeLimit, idleMs))
     }
   }
 }

@@ -1,4 +1,5 @@
 export * as ApiKeys from "./ApiKeys.js"
+export * as BatchesRoute from "./BatchesRoute.js"
 export * as Cors from "./Cors.js"
 export * as EndpointsRoute from "./EndpointsRoute.js"
 export * as ErrorResponses from "./ErrorResponses.js"

@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { MessagesService } from "@model-gateway/core"
 import {
+  BatchService,
   Catalogue,
   EndpointStats,
   GatewayError,
@@ -392,7 +393,8 @@ describe("GatewayHttp routes", () => {
           // Services of routes these tests do not call.
           Context.add(EndpointStats.EndpointStats, {} as EndpointStats.EndpointStatsService),
           Context.add(InternService.Interns, {} as InternService.InternsShape),
-          Context.add(InternChat.InternChat, {} as InternChat.InternChatShape)
+          Context.add(InternChat.InternChat, {} as InternChat.InternChatShape),
+          Context.add(BatchService.Batches, {} as BatchService.BatchesShape)
         )
       ),
       Effect.map((response) => ({

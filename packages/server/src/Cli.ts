@@ -1,10 +1,26 @@
 /**
- * The `model-gateway` command: `serve` (the default), and `keys create|list|revoke`.
+ * The `model-gateway` command: `serve` (the default), `keys create|list|revoke`, and
+ * `batches submit|list|get|cancel|delete`.
  */
 import { Args, Command, Options } from "@effect/cli"
-import * as KeysCommand from "./KeysCommand.js"
+import { Effect } from "effect"
+import * as BatchesCommand from "./batches/BatchesCommand.js"
+import type * as KeysCommandModule from "./KeysCommand.js"
 import type * as Logging from "./Logging.js"
-import { serve } from "./Serve.js"
+
+// The gateway itself (every adapter, the speech engine's loader, ...) is loaded only by the commands that use it:
+// `batches` is a client of a running gateway, and starts in a fraction of the time.
+const serve = (logging: Logging.Logging) =>
+  Effect.flatMap(Effect.promise(() => import("./Serve.js")), (module) => module.serve(logging))
+
+const KeysCommand = {
+  create: (options: KeysCommandModule.CreateOptions) =>
+    Effect.flatMap(Effect.promise(() => import("./KeysCommand.js")), (module) => module.create(options)),
+  list: (options: { readonly json: boolean }) =>
+    Effect.flatMap(Effect.promise(() => import("./KeysCommand.js")), (module) => module.list(options)),
+  revoke: (keyId: string) =>
+    Effect.flatMap(Effect.promise(() => import("./KeysCommand.js")), (module) => module.revoke(keyId))
+}
 
 /** The command tree; `logging` is how the gateway's request runtime logs too. */
 export const command = (logging: Logging.Logging) => {
@@ -34,10 +50,70 @@ export const command = (logging: Logging.Logging) => {
   )
   return Command.make("model-gateway", {}, () => serve(logging)).pipe(
     Command.withDescription("A self-hosted model gateway: one key, one endpoint, routing across providers."),
-    Command.withSubcommands([serveCommand, keys])
+    Command.withSubcommands([serveCommand, keys, batches()])
   )
 }
 
 /** Runs the command line (`process.argv`). */
 export const run = (logging: Logging.Logging) =>
   Command.run(command(logging), { name: "model-gateway", version: "0.1.0" })
+
+/** `batches ...`: a client of a running gateway (`--url` or GATEWAY_URL, and GATEWAY_API_KEY). */
+const batches = () => {
+  const url = Options.text("url").pipe(
+    Options.optional,
+    Options.withDescription("the gateway's API base (default GATEWAY_URL, else http://127.0.0.1:8080/v1)")
+  )
+  const id = Args.text({ name: "batch-id" })
+  const submit = Command.make("submit", {
+    url,
+    file: Args.file({ name: "file", exists: "yes" }),
+    endpoint: Options.text("endpoint").pipe(
+      Options.optional,
+      Options.withDescription(
+        "/v1/chat/completions, /v1/responses, /v1/messages or /v1/embeddings (default: the lines' url)"
+      )
+    ),
+    model: Options.text("model").pipe(Options.optional, Options.withDescription("default: the bodies' model")),
+    output: Options.text("output").pipe(
+      Options.optional,
+      Options.withDescription("where the results go, one a line (default FILE.results.jsonl)")
+    ),
+    only: Options.text("only").pipe(
+      Options.optional,
+      Options.withDescription("only these providers (comma-separated)")
+    ),
+    intervalMs: Options.integer("interval-ms").pipe(
+      Options.withDefault(1000),
+      Options.withDescription("how often to poll")
+    ),
+    noWait: Options.boolean("no-wait").pipe(Options.withDescription("print the batch id and leave it running"))
+  }, ({ noWait, ...options }) => BatchesCommand.submit({ ...options, wait: !noWait })).pipe(
+    Command.withDescription("Submit a JSON Lines file (one request a line), show its progress, write its results.")
+  )
+  const list = Command.make("list", {
+    url,
+    limit: Options.integer("limit").pipe(Options.withDefault(20)),
+    status: Options.text("status").pipe(Options.repeated),
+    after: Options.text("after").pipe(Options.optional),
+    json: Options.boolean("json")
+  }, BatchesCommand.list).pipe(Command.withDescription("List the newest batches of the key's workspace."))
+  const get = Command.make("get", {
+    url,
+    id,
+    output: Options.text("output").pipe(
+      Options.optional,
+      Options.withDescription("write the results to this file (one a line) instead of printing them")
+    )
+  }, BatchesCommand.get).pipe(Command.withDescription("Print a batch (with its results once it has ended)."))
+  const cancel = Command.make("cancel", { url, id }, BatchesCommand.cancel).pipe(
+    Command.withDescription("Cancel a batch: running requests finish, no new one starts.")
+  )
+  const remove = Command.make("delete", { url, id }, BatchesCommand.remove).pipe(
+    Command.withDescription("Delete a batch that has ended (its usage records stay).")
+  )
+  return Command.make("batches").pipe(
+    Command.withDescription("Submit and follow batches on a running gateway."),
+    Command.withSubcommands([submit, list, get, cancel, remove])
+  )
+}

@@ -198,6 +198,33 @@ const InternsConfig = Schema.Struct({
   tokenTtlSeconds: Schema.optionalWith(Schema.Int.pipe(Schema.between(10, 3600)), { default: () => 300 })
 })
 
+/**
+ * Batches: their limits (more requests or a larger body is a 413), the price factor of their requests, what the
+ * completion window `24h` lasts, and how this process's worker runs them.
+ */
+const BatchesConfig = Schema.Struct({
+  maxRequests: Schema.optionalWith(PositiveInt, { default: () => 5_000 }),
+  maxBodyBytes: Schema.optionalWith(PositiveInt, { default: () => 200 * 1024 * 1024 }),
+  /** Multiplies the cost of every batch request ("0.5": half price); the endpoints' prices when absent. */
+  priceFactor: Schema.optional(DecimalString),
+  /** How long the completion window `24h` lasts, in seconds (a day; shorter to test expiry). */
+  completionWindowSeconds: Schema.optionalWith(PositiveInt, { default: () => 86_400 }),
+  /** Most requests of one batch running at once in this process. */
+  perBatchConcurrency: Schema.optionalWith(PositiveInt, { default: () => 16 }),
+  /** Most batch requests running at once in this process. */
+  perProcessConcurrency: Schema.optionalWith(PositiveInt, { default: () => 64 }),
+  /** How long a worker's claim on a batch or a request lasts unless renewed (a dead process's, then taken over). */
+  leaseMs: Schema.optionalWith(Schema.Int.pipe(Schema.greaterThanOrEqualTo(100)), { default: () => 30_000 }),
+  /** How often an idle worker looks for work. */
+  pollMs: Schema.optionalWith(PositiveInt, { default: () => 1_000 }),
+  /** Tries after the first, for a request that failed in a way that may pass (429, 5xx, time-outs). */
+  maxRetries: Schema.optionalWith(Schema.Int.pipe(Schema.between(0, 20)), { default: () => 3 }),
+  /** The first back-off before a retry, doubling (with jitter) up to a minute. */
+  retryBaseMs: Schema.optionalWith(PositiveInt, { default: () => 1_000 }),
+  /** Run batches in this process (every process does by default). */
+  worker: Schema.optionalWith(Schema.Boolean, { default: () => true })
+})
+
 /** The configuration file. */
 export const GatewayConfig = Schema.Struct({
   server: Schema.optionalWith(ServerConfig, { default: () => ServerConfig.make({}) }),
@@ -215,7 +242,8 @@ export const GatewayConfig = Schema.Struct({
   maxTokensPolicy: Schema.optionalWith(MaxTokensPolicy, { default: () => "clamp" as const }),
   moderation: Schema.optional(ModerationConfig),
   fusion: Schema.optional(FusionConfig),
-  interns: Schema.optional(InternsConfig)
+  interns: Schema.optional(InternsConfig),
+  batches: Schema.optionalWith(BatchesConfig, { default: () => BatchesConfig.make({}) })
 })
 export type GatewayConfig = typeof GatewayConfig.Type
 

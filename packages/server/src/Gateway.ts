@@ -4,6 +4,8 @@
  * take `layer` or `serve`; embedders who are not on Effect call `makeGateway` or `startServer`.
  */
 import {
+  BatchService,
+  BatchWorker,
   Catalogue,
   InternChat,
   InternRuntime,
@@ -77,6 +79,7 @@ export const storageLayer = (url: string): Layer.Layer<Stores.Stores, StorageErr
     : Layer.catchAll(SqlStorage.layerFromUrl(url), (cause) => Layer.fail(StorageError.of(url, cause)))
 
 export type GatewayServices =
+  | BatchService.Batches
   | MessagesService.MessagesService
   | OpenAiService.OpenAiService
   | SpeechService.SpeechService
@@ -103,7 +106,33 @@ const internsLayer = (config: GatewayConfig, options: GatewayOptions) => {
   )
 }
 
-/** The whole gateway as one Layer: the messages, OpenAI, speech and interns use cases over catalogue, upstreams and storage. */
+/** The batches use case and, unless the configuration turns it off, this process's batch worker. */
+const batchesLayer = (config: GatewayConfig) => {
+  const b = config.batches
+  const service = BatchService.layer({
+    maxRequests: b.maxRequests,
+    maxBodyBytes: b.maxBodyBytes,
+    windowMs: b.completionWindowSeconds * 1000
+  })
+  if (!b.worker) return service
+  return Layer.merge(
+    service,
+    BatchWorker.layer({
+      perBatch: b.perBatchConcurrency,
+      perProcess: b.perProcessConcurrency,
+      leaseMs: b.leaseMs,
+      pollMs: b.pollMs,
+      maxRetries: b.maxRetries,
+      retryBaseMs: b.retryBaseMs,
+      priceFactor: b.priceFactor
+    })
+  )
+}
+
+/**
+ * The whole gateway as one Layer: the messages, OpenAI, speech, interns and batches use cases (and the batch worker)
+ * over catalogue, upstreams and storage.
+ */
 export const layer = (
   config: GatewayConfig,
   options: GatewayOptions = {}
@@ -125,7 +154,7 @@ export const layer = (
   )
   const useCaseOptions = { routerSlug: config.autoRouter.slug, fusion: config.fusion }
   const useCases = Layer.merge(MessagesService.layer(useCaseOptions), OpenAiService.layer(useCaseOptions))
-  const gateway = internsLayer(config, options).pipe(
+  const gateway = Layer.merge(internsLayer(config, options), batchesLayer(config)).pipe(
     Layer.provideMerge(Layer.provide(useCases, plugins)),
     Layer.merge(SpeechService.layer),
     Layer.provideMerge(ports),

@@ -28,7 +28,12 @@ export interface Harness {
 }
 
 export const startHarness = async (
-  overrides: { maxBodyBytes?: number; storage?: string; server?: Record<string, unknown> } = {}
+  overrides: {
+    maxBodyBytes?: number
+    storage?: string
+    server?: Record<string, unknown>
+    batches?: Record<string, unknown>
+  } = {}
 ): Promise<Harness> => {
   const anthropic = await startFakeAnthropic()
   const openai = await startFakeOpenAi()
@@ -72,7 +77,8 @@ export const startHarness = async (
     keys: [
       { key: KEY, workspace: "default", management: true, interns: true },
       { key: TEAM_KEY, workspace: "team-b" }
-    ]
+    ],
+    ...(overrides.batches === undefined ? {} : { batches: overrides.batches })
   })
   const clock = new OffsetClock()
   const gateway = await startServer(config, { host: "127.0.0.1", port: 0, clock, requestLog: false })

@@ -166,9 +166,9 @@ const respond = <A, E>(
   usage: Cost.BilledUsage,
   answer: A
 ): Effect.Effect<ExecutionResult<A>> => {
-  const charge = Charging.charge(attempt.endpoint.pricing, usage, run.extra)
+  const charge = Charging.charge(attempt.endpoint.pricing, usage, run.extra, run.context.priceFactor)
   const body = dialect.respond(answer, attempt, charge, run.context.metadata ? run.steps : undefined)
-  const result: ExecutionResult<A> = { outcome: { _tag: "Json", body }, answer, charge }
+  const result: ExecutionResult<A> = { outcome: { _tag: "Json", body, charge }, answer, charge }
   return Effect.as(
     Charging.record(ports.usageLog, run, {
       attempt,

@@ -31,9 +31,18 @@ export interface Charge {
 /** Nothing used, nothing owed. */
 export const noCharge: Charge = { usage: zeroUsage, cost: "0" }
 
-/** An answer's usage at its endpoint's pricing, plus `extra` (earlier sub-requests of the same request). */
-export const charge = (pricing: Pricing, usage: Cost.BilledUsage, extra: Charge | undefined): Charge => {
-  const own = Cost.cost(pricing, usage)
+/**
+ * An answer's usage at its endpoint's pricing, times `factor` when there is one (a batch's discount), plus `extra`
+ * (earlier sub-requests of the same request, charged already).
+ */
+export const charge = (
+  pricing: Pricing,
+  usage: Cost.BilledUsage,
+  extra: Charge | undefined,
+  factor?: string | undefined
+): Charge => {
+  const listed = Cost.cost(pricing, usage)
+  const own = factor === undefined ? listed : Cost.multiplyDecimals(listed, factor)
   return extra === undefined
     ? { usage, cost: own }
     : { usage: addUsage(usage, extra.usage), cost: Cost.sumDecimals([own, extra.cost]) }

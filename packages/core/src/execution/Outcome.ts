@@ -5,6 +5,7 @@
 import type { Chunk, Scope } from "effect"
 import { Channel, Effect, Stream } from "effect"
 import type { JsonObject } from "../messages/Wire.js"
+import type { Charge } from "./Charging.js"
 
 /**
  * SSE frames being written: each pull gives the next frames (those of one upstream read, say; maybe none), or
@@ -14,7 +15,12 @@ import type { JsonObject } from "../messages/Wire.js"
 export type FramePull = Effect.Effect<Chunk.Chunk<string> | undefined>
 
 export type Outcome =
-  | { readonly _tag: "Json"; readonly body: JsonObject }
+  | {
+    readonly _tag: "Json"
+    readonly body: JsonObject
+    /** What the answer was billed, exactly (the body's `usage.cost` is a JSON number). */
+    readonly charge?: Charge | undefined
+  }
   | {
     readonly _tag: "Stream"
     /**

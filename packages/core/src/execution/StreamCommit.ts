@@ -126,7 +126,12 @@ const commit = <A, E>(ports: ExecutorPorts, planned: Planned<A, E>, scope: Scope
   })
 
 const chargeOf = <A, E>(planned: Planned<A, E>, attempt: Attempt, state: StreamState) =>
-  Charging.charge(attempt.endpoint.pricing, planned.dialect.streamUsage(state.usage), planned.run.extra)
+  Charging.charge(
+    attempt.endpoint.pricing,
+    planned.dialect.streamUsage(state.usage),
+    planned.run.extra,
+    planned.run.context.priceFactor
+  )
 
 /**
  * The frames as a plain loop of pulls: the held events first, then each upstream chunk decorated as it comes, then

@@ -18,6 +18,8 @@ export interface RequestContext {
   readonly headers: ForwardHeaders
   /** Size of the raw body, for a cheap prompt-size bound. */
   readonly bodyBytes?: number | undefined
+  /** Multiplies every cost of the request (a decimal string: "0.5" halves it); batch pricing. None by default. */
+  readonly priceFactor?: string | undefined
   readonly app: {
     readonly referer?: string | undefined
     readonly title?: string | undefined

@@ -45,6 +45,13 @@ export const sumDecimals = (values: Iterable<string>): string => {
   return formatDecimal(total)
 }
 
+/** A decimal string multiplied by another, exactly ("0.000123" times "0.5" is "0.0000615"). */
+export const multiplyDecimals = (value: string, factor: string): string => {
+  const a = parseDecimal(value)
+  const b = parseDecimal(factor)
+  return formatDecimal({ units: a.units * b.units, scale: a.scale + b.scale })
+}
+
 /** Token counts as billed: `input` excludes cache reads and cache writes (Anthropic's convention). */
 export interface BilledUsage {
   readonly input: number

@@ -1,0 +1,166 @@
+/**
+ * Runs one request of a batch through the same executor as a live request to its endpoint (the messages use case, or
+ * the OpenAI-compatible one), as the batch's key and app, JSON only: routing, fallbacks within the batch's provider
+ * restrictions, usage records and cost (times the batch price factor) are the live request's. A failure that may pass
+ * (rate limited, overloaded, a time-out, a 5xx) is tried again after a back-off, up to a limit; each try is a request
+ * of its own (its own request id and usage record). The result is an answer or an error, never a failure.
+ */
+import { Cause, Duration, Effect, Random } from "effect"
+import * as GatewayError from "../errors/GatewayError.js"
+import type { Charge } from "../execution/Charging.js"
+import type { Outcome } from "../execution/Outcome.js"
+import type { MessagesServiceShape } from "../messages/MessagesService.js"
+import type { RequestContext } from "../messages/RequestContext.js"
+import type { JsonObject } from "../messages/Wire.js"
+import type { OpenAiServiceShape } from "../openai/OpenAiService.js"
+import { type Batch, type ItemResult, openAiApiOf } from "./Batch.js"
+import type { ClaimedItem, Finished } from "./BatchStore.js"
+
+/** The executors a request runs on. */
+export interface RunnerPorts {
+  readonly messages: MessagesServiceShape
+  readonly openai: OpenAiServiceShape
+}
+
+export interface RunnerOptions {
+  /** Multiplies the cost of every request (a decimal string); none: the endpoints' prices. */
+  readonly priceFactor?: string | undefined
+  /** Tries after the first, for failures that may pass. */
+  readonly maxRetries: number
+  /** The first back-off; it doubles with each try (with jitter). */
+  readonly retryBaseMs: number
+  /** The longest back-off (an upstream's `Retry-After` included). */
+  readonly retryMaxMs: number
+}
+
+/** `prefix` and 32 random hex digits. */
+export const randomId = (prefix: string): Effect.Effect<string> =>
+  Effect.map(
+    Effect.all(Array.from({ length: 4 }, () => Random.nextIntBetween(0, 0x100000000))),
+    (parts) => `${prefix}${parts.map((p) => p.toString(16).padStart(8, "0")).join("")}`
+  )
+
+/** Failures that may pass if the same request is sent again later. */
+export const isRetryable = (error: GatewayError.GatewayError): boolean => {
+  switch (error._tag) {
+    case "RateLimited":
+    case "Overloaded":
+    case "Unavailable":
+    case "UpstreamTimeout":
+    case "RequestTimeout":
+    case "InternalError":
+      return true
+    case "UpstreamRejected":
+      return error.status >= 500 || error.status === 408 || error.status === 429
+    default:
+      return false
+  }
+}
+
+const contextOf = (batch: Batch, item: ClaimedItem, requestId: string, priceFactor: string | undefined) =>
+  ({
+    requestId,
+    route: `BATCH ${batch.endpoint}`,
+    principal: { keyId: batch.keyId ?? "batch", workspace: batch.workspace, management: false, interns: false },
+    metadata: false,
+    headers: {},
+    bodyBytes: item.body.length,
+    priceFactor,
+    app: {
+      referer: batch.app.referer ?? undefined,
+      title: batch.app.title ?? undefined,
+      categories: batch.app.categories ?? undefined
+    }
+  }) satisfies RequestContext
+
+const execute = (ports: RunnerPorts, batch: Batch, context: RequestContext, body: JsonObject) => {
+  const api = openAiApiOf(batch.endpoint)
+  return api === undefined ? ports.messages.create(context, body) : ports.openai.create(api, context, body)
+}
+
+/** Prompt tokens as OpenAI counts them (cached ones included), completion tokens, and the cost. */
+const usageOf = (charge: Charge | undefined) => ({
+  promptTokens: charge === undefined ? 0 : charge.usage.input + charge.usage.cacheRead + charge.usage.cacheWrite,
+  completionTokens: charge?.usage.output ?? 0,
+  cost: charge?.cost ?? "0"
+})
+
+type Try =
+  | { readonly _tag: "Answered"; readonly requestId: string; readonly outcome: Outcome }
+  | { readonly _tag: "Failed"; readonly error: GatewayError.GatewayError }
+
+/** One try: a new request id, the executor, a defect turned into an internal error. */
+const once = (ports: RunnerPorts, options: RunnerOptions, batch: Batch, item: ClaimedItem, body: JsonObject) =>
+  Effect.flatMap(
+    randomId("req_"),
+    (requestId) =>
+      execute(ports, batch, contextOf(batch, item, requestId, options.priceFactor), body).pipe(
+        Effect.map((outcome): Try => ({ _tag: "Answered", requestId, outcome })),
+        Effect.catchAll((error) => Effect.succeed<Try>({ _tag: "Failed", error })),
+        Effect.catchAllDefect((defect) =>
+          Effect.as(
+            Effect.logError("batch request failed", Cause.die(defect)),
+            { _tag: "Failed", error: new GatewayError.InternalError({ message: "Internal error" }) } satisfies Try
+          )
+        )
+      )
+  )
+
+/** How long to wait before try `n` (1 is the first retry): doubling, jittered, at least an upstream's `Retry-After`. */
+const backoff = (options: RunnerOptions, n: number, error: GatewayError.GatewayError) =>
+  Effect.map(Random.next, (r) => {
+    const doubled = Math.min(options.retryMaxMs, options.retryBaseMs * 2 ** (n - 1))
+    const asked = error._tag === "RateLimited" && error.retryAfterMs !== undefined ? error.retryAfterMs : 0
+    return Math.min(options.retryMaxMs, Math.max(asked, doubled * (0.5 + r / 2)))
+  })
+
+const failedResult = (resultId: string, item: ClaimedItem, error: GatewayError.GatewayError): ItemResult => ({
+  id: resultId,
+  customId: item.customId,
+  response: null,
+  error: {
+    message: error.message,
+    type: GatewayError.describe(error).type,
+    param: error._tag === "InvalidRequest" ? error.param ?? null : null
+  }
+})
+
+/** Runs one request (retrying what may pass) and gives its result with what it adds to the batch. */
+export const run = (
+  ports: RunnerPorts,
+  options: RunnerOptions,
+  batch: Batch,
+  item: ClaimedItem
+): Effect.Effect<Finished> =>
+  Effect.gen(function*() {
+    const resultId = yield* randomId("batch_req_")
+    const body = JSON.parse(item.body) as JsonObject
+    let tries = 0
+    while (true) {
+      const attempt = yield* once(ports, options, batch, item, body)
+      if (attempt._tag === "Answered") {
+        const outcome = attempt.outcome
+        if (outcome._tag === "Json") {
+          return {
+            outcome: "completed",
+            result: {
+              id: resultId,
+              customId: item.customId,
+              response: { statusCode: 200, requestId: attempt.requestId, body: outcome.body },
+              error: null
+            },
+            ...usageOf(outcome.charge)
+          } satisfies Finished
+        }
+        // Never asked for (batch requests are not streamed): release the stream and fail the request.
+        yield* Effect.scoped(outcome.open)
+        const error = new GatewayError.InternalError({ message: "the endpoint answered with a stream" })
+        return { outcome: "failed", result: failedResult(resultId, item, error), ...usageOf(undefined) }
+      }
+      tries++
+      if (tries > options.maxRetries || !isRetryable(attempt.error)) {
+        return { outcome: "failed", result: failedResult(resultId, item, attempt.error), ...usageOf(undefined) }
+      }
+      yield* Effect.sleep(Duration.millis(yield* backoff(options, tries, attempt.error)))
+    }
+  })

@@ -1,0 +1,165 @@
+/**
+ * The batch worker of a gateway process, for as long as its scope lasts. Three fibers: the coordinator leases
+ * unfinished batches and moves each through its lifecycle (`BatchCoordinator`); the filler claims requests of batches
+ * in progress, as many as the concurrency limits allow (per batch and per process), and runs each in a fiber of its own
+ * (`BatchRunner`), recording its result under its claim; the heartbeat renews every lease the worker holds. A process
+ * that dies stops renewing: its leases run out, and other workers (or itself, restarted) take the work over. Closing
+ * the scope interrupts the running requests and gives their leases back at once.
+ */
+import type { Scope } from "effect"
+import { Cause, Clock, Duration, Effect, FiberSet, Layer, Queue } from "effect"
+import { Catalogue } from "../catalogue/Catalogue.js"
+import { MessagesService } from "../messages/MessagesService.js"
+import { OpenAiService } from "../openai/OpenAiService.js"
+import type { Batch } from "./Batch.js"
+import * as BatchCoordinator from "./BatchCoordinator.js"
+import * as BatchRunner from "./BatchRunner.js"
+import { BatchStore, type ClaimedItem, type Lease } from "./BatchStore.js"
+
+export interface WorkerOptions {
+  /** Most requests of one batch running at once in this process (default 16). */
+  readonly perBatch?: number | undefined
+  /** Most batch requests running at once in this process (default 64). */
+  readonly perProcess?: number | undefined
+  /** How long a lease lasts unless renewed (default 30 s); the heartbeat renews it three times as often. */
+  readonly leaseMs?: number | undefined
+  /** How often the worker looks for new work when it has none (default 1 s). */
+  readonly pollMs?: number | undefined
+  /** Tries after the first, for failures that may pass (default 3). */
+  readonly maxRetries?: number | undefined
+  /** The first back-off before a retry (default 1 s), doubling each time up to `retryMaxMs` (default 60 s). */
+  readonly retryBaseMs?: number | undefined
+  readonly retryMaxMs?: number | undefined
+  /** Multiplies the cost of every batch request (a decimal string, e.g. "0.5"); none by default. */
+  readonly priceFactor?: string | undefined
+}
+
+const defaults = {
+  perBatch: 16,
+  perProcess: 64,
+  leaseMs: 30_000,
+  pollMs: 1_000,
+  maxRetries: 3,
+  retryBaseMs: 1_000,
+  retryMaxMs: 60_000
+}
+
+/** Batches looked at per round (coordinated, or drawn requests from). */
+const BATCHES_PER_ROUND = 100
+
+/** Runs `step` forever; a failure or defect is logged and the loop goes on after `pauseMs`. */
+const forever = (name: string, step: Effect.Effect<void>, pauseMs: number) =>
+  Effect.forever(
+    Effect.catchAllCause(step, (cause) =>
+      Cause.isInterruptedOnly(cause)
+        ? Effect.failCause(cause)
+        : Effect.zipRight(
+          Effect.logError(`batch worker: ${name} failed`, cause),
+          Effect.sleep(Duration.millis(pauseMs))
+        ))
+  )
+
+/** Starts the worker in the current scope; it stops (and gives its leases back) when the scope closes. */
+export const make = (options: WorkerOptions = {}): Effect.Effect<
+  void,
+  never,
+  BatchStore | Catalogue | MessagesService | OpenAiService | Scope.Scope
+> =>
+  Effect.gen(function*() {
+    const o = { ...defaults, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) }
+    const store = yield* BatchStore
+    const catalogue = yield* Catalogue
+    const ports: BatchRunner.RunnerPorts = { messages: yield* MessagesService, openai: yield* OpenAiService }
+    const runner: BatchRunner.RunnerOptions = {
+      priceFactor: options.priceFactor,
+      maxRetries: o.maxRetries,
+      retryBaseMs: o.retryBaseMs,
+      retryMaxMs: o.retryMaxMs
+    }
+    const owner = yield* BatchRunner.randomId("worker_")
+    // Added first, so it runs last: after the fibers below are interrupted, the leases they held go back.
+    yield* Effect.addFinalizer(() => store.release(owner))
+    const fibers = yield* FiberSet.make()
+    const wake = yield* Queue.sliding<void>(1)
+    let running = 0
+    const runningOf = new Map<string, number>()
+
+    const lease = (now: number): Effect.Effect<Lease> =>
+      Effect.map(BatchRunner.randomId("claim_"), (token) => ({ owner, token, now, until: now + o.leaseMs }))
+
+    const done = (batchId: string) =>
+      Effect.suspend(() => {
+        running--
+        const n = (runningOf.get(batchId) ?? 1) - 1
+        if (n === 0) runningOf.delete(batchId)
+        else runningOf.set(batchId, n)
+        return Queue.offer(wake, undefined)
+      })
+
+    const runItem = (batch: Batch, item: ClaimedItem) =>
+      BatchRunner.run(ports, runner, batch, item).pipe(
+        Effect.flatMap((finished) =>
+          Effect.flatMap(Clock.currentTimeMillis, (now) => store.record(item, finished, now))
+        ),
+        Effect.onInterrupt(() => store.releaseItem(item)),
+        Effect.ensuring(done(batch.id))
+      )
+
+    /** Claims what the limits allow from the batches in progress; how many requests it started. */
+    const claimRound = Effect.gen(function*() {
+      if (running >= o.perProcess) return 0
+      const now = yield* Clock.currentTimeMillis
+      const batches = yield* store.runnable(now, BATCHES_PER_ROUND)
+      let started = 0
+      for (const batch of batches) {
+        const free = Math.min(o.perProcess - running, o.perBatch - (runningOf.get(batch.id) ?? 0))
+        if (free <= 0) continue
+        const items = yield* store.claimItems(batch.id, yield* lease(now), free)
+        for (const item of items) {
+          running++
+          runningOf.set(batch.id, (runningOf.get(batch.id) ?? 0) + 1)
+          yield* FiberSet.run(fibers, runItem(batch, item))
+        }
+        started += items.length
+        if (running >= o.perProcess) break
+      }
+      return started
+    })
+
+    const idle = Effect.raceFirst(Queue.take(wake), Effect.sleep(Duration.millis(o.pollMs)))
+
+    const fill = Effect.flatMap(claimRound, (started) => started === 0 || running >= o.perProcess ? idle : Effect.void)
+
+    const coordinateRound = Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const batches = yield* store.claimBatches(yield* lease(now), BATCHES_PER_ROUND)
+      yield* Effect.forEach(batches, (batch) => BatchCoordinator.coordinate({ store, catalogue }, batch, now), {
+        discard: true
+      })
+    })
+
+    const heartbeat = Effect.flatMap(Clock.currentTimeMillis, (now) => store.renew(owner, now + o.leaseMs))
+
+    yield* Effect.forkScoped(forever("claiming requests", fill, o.pollMs))
+    yield* Effect.forkScoped(
+      forever(
+        "coordinating batches",
+        Effect.zipRight(coordinateRound, Effect.sleep(Duration.millis(o.pollMs))),
+        o.pollMs
+      )
+    )
+    yield* Effect.forkScoped(
+      forever(
+        "renewing leases",
+        Effect.zipRight(Effect.sleep(Duration.millis(Math.max(1, Math.floor(o.leaseMs / 3)))), heartbeat),
+        o.pollMs
+      )
+    )
+  })
+
+/** The worker as a layer: it runs while the layer's scope is open. Needs the stores and the executors. */
+export const layer = (options: WorkerOptions = {}): Layer.Layer<
+  never,
+  never,
+  BatchStore | Catalogue | MessagesService | OpenAiService
+> => Layer.scopedDiscard(make(options))
