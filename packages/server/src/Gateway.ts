@@ -163,7 +163,8 @@ export const layer = (
     Layer.merge(RuntimeFlags.disableRuntimeMetrics),
     Layer.merge(Logging.layer(logging))
   )
-  return options.clock === undefined ? gateway : Layer.merge(gateway, Layer.setClock(options.clock))
+  // Provided, not merged: the fibers the layer starts while it is built (the batch worker) get the clock too.
+  return options.clock === undefined ? gateway : Layer.provide(gateway, Layer.setClock(options.clock))
 }
 
 /**
