@@ -24,7 +24,15 @@ export interface Harness {
 }
 
 export const startHarness = async (
-  overrides: { maxBodyBytes?: number; storage?: string; server?: Record<string, unknown> } = {}
+  overrides: {
+    maxBodyBytes?: number
+    storage?: string
+    server?: Record<string, unknown>
+    /** Keys besides the two every harness has. */
+    keys?: ReadonlyArray<Record<string, unknown>>
+    /** Top-level configuration keys besides those the harness sets (`workspaces`, `limits`, ...). */
+    config?: Record<string, unknown>
+  } = {}
 ): Promise<Harness> => {
   const anthropic = await startFakeAnthropic()
   const openai = await startFakeOpenAi()
@@ -67,8 +75,10 @@ export const startHarness = async (
     },
     keys: [
       { key: KEY, workspace: "default", management: true, interns: true },
-      { key: TEAM_KEY, workspace: "team-b" }
-    ]
+      { key: TEAM_KEY, workspace: "team-b" },
+      ...(overrides.keys ?? [])
+    ],
+    ...overrides.config
   })
   const gateway = await startServer(config, { host: "127.0.0.1", port: 0, requestLog: false })
   return {

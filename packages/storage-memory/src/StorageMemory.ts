@@ -1,11 +1,13 @@
 /**
- * Every in-memory store in one layer: `Keys`, `UsageLog`, `EndpointStats`, `SessionAffinity` and `InternStore`.
+ * Every in-memory store in one layer: `Keys`, `UsageLog`, `EndpointStats`, `SessionAffinity`, `InternStore` and
+ * `QuotaStore`.
  */
 import type { Stores } from "@model-gateway/core"
 import { Layer } from "effect"
 import * as MemoryEndpointStats from "./MemoryEndpointStats.js"
 import * as MemoryInternStore from "./MemoryInternStore.js"
 import * as MemoryKeys from "./MemoryKeys.js"
+import * as MemoryQuotaStore from "./MemoryQuotaStore.js"
 import * as MemorySessionAffinity from "./MemorySessionAffinity.js"
 import * as MemoryUsageLog from "./MemoryUsageLog.js"
 
@@ -17,7 +19,7 @@ export interface StorageMemoryOptions
     MemorySessionAffinity.MemorySessionAffinityOptions
 {}
 
-/** In-memory `Keys`, `UsageLog`, `EndpointStats`, `SessionAffinity` and `InternStore`. */
+/** In-memory `Keys`, `UsageLog`, `EndpointStats`, `SessionAffinity`, `InternStore` and `QuotaStore`. */
 export const layer = (
   options: StorageMemoryOptions = {}
 ): Layer.Layer<Stores.Stores> =>
@@ -26,5 +28,6 @@ export const layer = (
     MemoryUsageLog.layer(options),
     MemoryEndpointStats.layer(options),
     MemorySessionAffinity.layer(options),
-    MemoryInternStore.layer
+    MemoryInternStore.layer,
+    MemoryQuotaStore.layer
   )

@@ -1,6 +1,7 @@
 export * as MemoryEndpointStats from "./MemoryEndpointStats.js"
 export * as MemoryInternStore from "./MemoryInternStore.js"
 export * as MemoryKeys from "./MemoryKeys.js"
+export * as MemoryQuotaStore from "./MemoryQuotaStore.js"
 export * as MemorySessionAffinity from "./MemorySessionAffinity.js"
 export * as MemoryUsageLog from "./MemoryUsageLog.js"
 export * as StorageMemory from "./StorageMemory.js"

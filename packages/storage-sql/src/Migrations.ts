@@ -211,6 +211,20 @@ const usageMetadata = Effect.gen(function*() {
   yield* sql`ALTER TABLE mg_usage ADD COLUMN metadata TEXT`
 })
 
+/**
+ * The limits: each key's own (JSON, null when unlimited), and the shared counters of each limited scope (a key or a
+ * workspace: its sliding windows and budget spending, as JSON; see `SqlQuotaStore`).
+ */
+const limits = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE mg_api_keys ADD COLUMN limits TEXT`
+  yield* sql`CREATE TABLE mg_quota_counters (
+    scope TEXT PRIMARY KEY NOT NULL,
+    state TEXT NOT NULL,
+    updated_at BIGINT NOT NULL
+  )`
+})
+
 /** Every migration, by `<id>_<name>`. Append new ones; never edit an applied one. */
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "1_create_api_keys": createApiKeys,
@@ -219,7 +233,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "4_create_session_affinity": createSessionAffinity,
   "5_key_sources_and_usage_routes": keySourcesAndUsageRoutes,
   "6_create_interns": createInterns,
-  "7_usage_metadata": usageMetadata
+  "7_usage_metadata": usageMetadata,
+  "9_limits": limits
 }
 
 const migrator = Migrator.make({})

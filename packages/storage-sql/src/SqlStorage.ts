@@ -16,6 +16,7 @@ import * as Migrations from "./Migrations.js"
 import * as SqlEndpointStats from "./SqlEndpointStats.js"
 import * as SqlInternStore from "./SqlInternStore.js"
 import * as SqlKeys from "./SqlKeys.js"
+import * as SqlQuotaStore from "./SqlQuotaStore.js"
 import * as SqlSessionAffinity from "./SqlSessionAffinity.js"
 import * as SqlUsageLog from "./SqlUsageLog.js"
 
@@ -51,8 +52,8 @@ export interface PgOptions extends StoreOptions {
 }
 
 /**
- * `Keys`, `UsageLog`, `EndpointStats`, `SessionAffinity` and `InternStore` over the `SqlClient` in context, after
- * running the migrations.
+ * `Keys`, `UsageLog`, `EndpointStats`, `SessionAffinity`, `InternStore` and `QuotaStore` over the `SqlClient` in
+ * context, after running the migrations.
  */
 export const layer = (
   options: StoreOptions = {}
@@ -62,7 +63,8 @@ export const layer = (
     SqlUsageLog.layer(options),
     SqlEndpointStats.layer(options),
     SqlSessionAffinity.layer(options),
-    SqlInternStore.layer
+    SqlInternStore.layer,
+    SqlQuotaStore.layer
   ).pipe(Layer.provide(Migrations.layer))
 
 /** Storage in a SQLite database file (or `:memory:`). */

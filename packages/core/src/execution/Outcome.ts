@@ -4,6 +4,7 @@
  */
 import type { Chunk, Scope } from "effect"
 import { Channel, Effect, Stream } from "effect"
+import type { QuotaStatus } from "../limits/Quotas.js"
 import type { JsonObject } from "../messages/Wire.js"
 
 /**
@@ -14,9 +15,15 @@ import type { JsonObject } from "../messages/Wire.js"
 export type FramePull = Effect.Effect<Chunk.Chunk<string> | undefined>
 
 export type Outcome =
-  | { readonly _tag: "Json"; readonly body: JsonObject }
+  | {
+    readonly _tag: "Json"
+    readonly body: JsonObject
+    /** What is left of the request's limits, when any applies (told in response headers). */
+    readonly quota?: QuotaStatus | undefined
+  }
   | {
     readonly _tag: "Stream"
+    readonly quota?: QuotaStatus | undefined
     /**
      * Opens the frames in the caller's scope. Closing the scope releases the upstream request (aborting it if it is
      * still running) and records the usage. The fastest way to write them: a loop of pulls.
