@@ -345,9 +345,6 @@ export const decode = (raw: unknown, env: Readonly<Record<string, string | undef
   if (defaultModel !== undefined && config.models[defaultModel] === undefined) {
     throw new ConfigError({ message: `configuration key interns.defaultModel: unknown model '${defaultModel}'` })
   }
-  if (config.limits.store === "redis" && config.limits.redisUrl === undefined) {
-    throw new ConfigError({ message: "configuration key limits.redisUrl: required when limits.store is \"redis\"" })
-  }
   const keys = config.keys.filter((k, i) => {
     if (k.key.trim() !== "") return true
     warnings.push(`keys[${i}].key is empty (is its environment variable set?); that key is skipped`)

@@ -28,7 +28,7 @@ import {
   UpstreamRouter
 } from "@model-gateway/provider-adapters"
 import { MemoryQuotaStore, StorageMemory } from "@model-gateway/storage-memory"
-import { SqlStorage } from "@model-gateway/storage-sql"
+import { RedisQuotaStore, SqlStorage } from "@model-gateway/storage-sql"
 import type { Clock } from "effect"
 import { Effect, Exit, Layer, ManagedRuntime, RuntimeFlags, Scope } from "effect"
 import { createServer, type Server } from "node:http"
@@ -79,14 +79,34 @@ export const storageLayer = (url: string): Layer.Layer<Stores.Stores, StorageErr
 
 /**
  * The storage, with the limits' counters where the configuration keeps them: the storage's own (memory, or its SQL
- * database) or this process's memory beside a SQL storage.
+ * database), this process's memory beside a SQL storage, or Redis (a failure to reach it stops the start, as the
+ * storage's would).
  */
 const storesFor = (config: GatewayConfig, url: string): Layer.Layer<Stores.Stores, StorageError> => {
   const stores = storageLayer(url)
-  const store = limitsStoreOf(config, url)
-  return store === "memory" && url !== "memory:" && url !== "memory"
-    ? Layer.merge(stores, MemoryQuotaStore.layer)
-    : stores
+  const { redisPrefix, redisUrl } = config.limits
+  switch (limitsStoreOf(config, url)) {
+    case "redis":
+      if (redisUrl === undefined) {
+        return Layer.fail(
+          new StorageError({
+            target: "the limits' Redis",
+            reason: "limits.store is redis, and no limits.redisUrl or REDIS_URL is set"
+          })
+        )
+      }
+      return Layer.merge(
+        stores,
+        Layer.catchAll(
+          RedisQuotaStore.layer({ url: redisUrl, prefix: redisPrefix }),
+          (error) => Layer.fail(new StorageError({ target: "the limits' Redis", reason: error.message }))
+        )
+      )
+    case "memory":
+      return url === "memory:" || url === "memory" ? stores : Layer.merge(stores, MemoryQuotaStore.layer)
+    case "postgres":
+      return stores
+  }
 }
 
 /** The workspaces' configured limits. */
