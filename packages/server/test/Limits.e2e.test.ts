@@ -15,6 +15,7 @@ const SHARED_B = "mg-test-limits-shared-b"
 const GONE_KEY = "mg-test-limits-gone"
 const SPEECHLESS = "mg-test-limits-openai"
 const FAILED_KEY = "mg-test-limits-failed"
+const SPEECH_KEY = "mg-test-limits-speech"
 
 let h: Harness
 
@@ -29,8 +30,16 @@ beforeAll(async () => {
       { key: SHARED_B, workspace: "shared" },
       { key: GONE_KEY, workspace: "gone", limits: { requestsPerMinute: 1 } },
       { key: SPEECHLESS, workspace: "openai", limits: { requestsPerMinute: 2 } },
-      { key: FAILED_KEY, workspace: "failed", limits: { requestsPerMinute: 1 } }
+      { key: FAILED_KEY, workspace: "failed", limits: { requestsPerMinute: 1 } },
+      { key: SPEECH_KEY, workspace: "speech", limits: { requestsPerMinute: 1, budget: { usd: 1 } } }
     ],
+    models: {
+      "acme/tts": {
+        outputModalities: ["audio"],
+        voices: ["alloy"],
+        endpoints: [{ provider: "acme", upstreamModel: "tts-fake", pricing: { prompt: "0.000015", completion: "0" } }]
+      }
+    },
     config: { workspaces: { shared: { limits: { requestsPerMinute: 2 } } } }
   })
 })
@@ -194,5 +203,28 @@ describe("release", () => {
     const next = await send(FAILED_KEY, {})
     expect(next.status).toBe(200)
     expect(next.headers.get("anthropic-ratelimit-requests-remaining")).toBe("0")
+  })
+})
+
+describe("speech", () => {
+  it("is limited too: the generic error body, OpenAI's header names", async () => {
+    const speak = () =>
+      fetch(`${h.url}/v1/audio/speech`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${SPEECH_KEY}` },
+        body: JSON.stringify({ model: "acme/tts", input: "Hello there.", voice: "alloy", response_format: "mp3" })
+      })
+    const ok = await speak()
+    expect(ok.status).toBe(200)
+    expect(ok.headers.get("x-ratelimit-remaining-requests")).toBe("0")
+    // Billed per character: 12 at $0.000015.
+    expect(ok.headers.get("x-service-budget-remaining")).toBe("0.99982")
+    await ok.arrayBuffer()
+    const refused = await speak()
+    expect(refused.status).toBe(429)
+    expect(refused.headers.get("retry-after")).not.toBeNull()
+    expect(await json(refused)).toMatchObject({
+      error: { code: 429, metadata: { reason: "requests_per_minute", retryable: true } }
+    })
   })
 })

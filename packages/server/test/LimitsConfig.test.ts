@@ -1,5 +1,7 @@
+import { Option } from "effect"
 import { describe, expect, it } from "vitest"
 import { decode, limitsOf, limitsStoreOf } from "../src/Config.js"
+import * as KeysCommand from "../src/KeysCommand.js"
 
 describe("limits in the configuration", () => {
   it("reads a key's and a workspace's limits, USD as a number or a decimal string, in nano-USD", () => {
@@ -39,5 +41,34 @@ describe("limits in the configuration", () => {
     expect(of({}, "postgres://u@h:5432/db")).toBe("postgres")
     expect(of({ limits: { redisUrl: "redis://127.0.0.1:6379" } }, "postgres://u@h:5432/db")).toBe("redis")
     expect(of({ limits: { store: "memory", redisUrl: "redis://127.0.0.1:6379" } }, "postgres://h/db")).toBe("memory")
+  })
+})
+
+describe("keys create's limit flags", () => {
+  const base = { workspace: "w", management: false, interns: false, label: Option.none() }
+
+  it("make the key's limits, and say them in a few words", () => {
+    const limits = KeysCommand.limitsOf({
+      ...base,
+      requestsPerMinute: Option.some(60),
+      outputTokensPerMinute: Option.some(40_000),
+      budgetUsd: Option.some("25"),
+      budgetPeriod: "day"
+    })
+    expect(limits).toEqual({
+      requestsPerMinute: 60,
+      inputTokensPerMinute: undefined,
+      outputTokensPerMinute: 40_000,
+      budget: { nanoUsd: 25_000_000_000, period: "day" }
+    })
+    expect(KeysCommand.describeLimits(limits)).toBe("60 req/min, 40000 out/min, $25/day")
+    expect(KeysCommand.limitsOf(base)).toBeUndefined()
+  })
+
+  it("refuse a limit that is not a whole number above 0, and a budget that is not an amount", () => {
+    expect(() => KeysCommand.limitsOf({ ...base, requestsPerMinute: Option.some(0) })).toThrow(
+      /--requests-per-minute must be a whole number above 0/
+    )
+    expect(() => KeysCommand.limitsOf({ ...base, budgetUsd: Option.some("ten") })).toThrow(/--budget-usd must be/)
   })
 })

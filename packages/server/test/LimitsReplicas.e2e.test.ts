@@ -12,7 +12,7 @@ import { redisPrefix, redisUp, redisUrl, skipRedis } from "../../../packages/cor
 import type { FakeUpstream } from "../../../packages/provider-adapters/test/fakes/index.js"
 import { startFakeAnthropic } from "../../../packages/provider-adapters/test/fakes/index.js"
 import type { Proc } from "./processes.js"
-import { listening, MAIN, run } from "./processes.js"
+import { command, listening, MAIN, run } from "./processes.js"
 
 const RATE_KEY = "mg-test-replicas-rate"
 const BUDGET_KEY = "mg-test-replicas-budget"
@@ -135,4 +135,51 @@ describe.skipIf(skipP)("three gateway processes sharing PostgreSQL", () => {
     if (pgUp) await dropSchema(schema)
   })
   replicaSuite("PostgreSQL", () => configOf(`${pgUrl}?schema=${schema}`, {}))
+})
+
+describe("a key made with limits by the command", () => {
+  it("is stored with them, listed with them, and held to them by the server", async () => {
+    const cwd = mkdtempSync(join(tmpdir(), "mg-limits-cli-"))
+    const path = join(cwd, "config.json")
+    writeFileSync(path, JSON.stringify({ ...configOf("sqlite:./data/gateway.db", {}), keys: [] }))
+    const env = { GATEWAY_CONFIG: path }
+    const created = await command(env, cwd, [
+      "keys",
+      "create",
+      "--workspace",
+      "cli",
+      "--requests-per-minute",
+      "1",
+      "--budget-usd",
+      "0.5",
+      "--budget-period",
+      "week"
+    ])
+    expect(created.code).toBe(0)
+    expect(created.output).toContain("limited to 1 req/min, $0.5/week")
+    const secret = /\n(mg-\S+)/.exec(created.output)![1]
+    const listed = await command(env, cwd, ["keys", "list"])
+    expect(listed.output).toMatch(/LIMITS/)
+    expect(listed.output).toContain("1 req/min, $0.5/week")
+    const proc = run({ ...env, PORT: "0" }, cwd)
+    try {
+      const url = await listening(proc)
+      const send = () =>
+        fetch(`${url}/v1/messages`, {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: `Bearer ${secret}` },
+          body: JSON.stringify({ model: "anthro/claude", max_tokens: 5, messages: [{ role: "user", content: "hi" }] })
+        })
+      const first = await send()
+      expect(first.status).toBe(200)
+      expect(first.headers.get("x-service-budget-remaining")).toBe("0.49")
+      expect((await send()).status).toBe(429)
+    } finally {
+      proc.child.kill("SIGTERM")
+      await proc.exited
+    }
+    const bad = await command(env, cwd, ["keys", "create", "--requests-per-minute", "0"])
+    expect(bad.code).toBe(1)
+    expect(bad.output).toContain("--requests-per-minute must be a whole number above 0")
+  }, 90_000)
 })

@@ -30,6 +30,8 @@ export const startHarness = async (
     server?: Record<string, unknown>
     /** Keys besides the two every harness has. */
     keys?: ReadonlyArray<Record<string, unknown>>
+    /** Models besides the harness's. */
+    models?: Record<string, unknown>
     /** Top-level configuration keys besides those the harness sets (`workspaces`, `limits`, ...). */
     config?: Record<string, unknown>
   } = {}
@@ -71,7 +73,8 @@ export const startHarness = async (
           inputModalities: ["text", "image"]
         }]
       },
-      "dead/model": { endpoints: [{ provider: "dead", upstreamModel: "nothing", pricing }] }
+      "dead/model": { endpoints: [{ provider: "dead", upstreamModel: "nothing", pricing }] },
+      ...overrides.models
     },
     keys: [
       { key: KEY, workspace: "default", management: true, interns: true },

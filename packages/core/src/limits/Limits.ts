@@ -82,6 +82,18 @@ const DAY_MS = 86_400_000
  */
 export const periodOf = (period: BudgetPeriod, now: number): { readonly id: string; readonly endsAt: number } => {
   const day = Math.floor(now / DAY_MS)
+  // Every request of a day asks for the same period: the last answer, kept per period kind.
+  const cached = last[period]
+  if (cached !== undefined && cached.day === day) return cached.period
+  const computed = compute(period, day, now)
+  last[period] = { day, period: computed }
+  return computed
+}
+
+const last: Partial<Record<BudgetPeriod, { readonly day: number; readonly period: { id: string; endsAt: number } }>> =
+  {}
+
+const compute = (period: BudgetPeriod, day: number, now: number): { readonly id: string; readonly endsAt: number } => {
   switch (period) {
     case "day":
       return { id: `d${day}`, endsAt: (day + 1) * DAY_MS }

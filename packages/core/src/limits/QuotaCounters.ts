@@ -88,18 +88,16 @@ export type Refusal =
  * whose expiry frees enough have left the window. `amount` must not exceed the limit.
  */
 export const waitFor = (counters: Counters, metric: Metric, limit: number, amount: number, now: number): number => {
+  const sum = used(counters, metric, now)
+  if (sum + amount <= limit) return 0
+  // Only a refusal pays for sorting the buckets.
   const second = secondOf(now)
   const amounts = counters[metric]
   const buckets: Array<readonly [number, number]> = []
-  let sum = 0
   for (let i = 0; i < WINDOW_SECONDS; i++) {
     const stamp = counters.stamps[i]
-    if (live(stamp, second) && amounts[i] !== 0) {
-      buckets.push([stamp, amounts[i]])
-      sum += amounts[i]
-    }
+    if (live(stamp, second) && amounts[i] !== 0) buckets.push([stamp, amounts[i]])
   }
-  if (sum + amount <= limit) return 0
   buckets.sort((a, b) => a[0] - b[0])
   let freed = 0
   for (const [stamp, n] of buckets) {
@@ -228,24 +226,31 @@ export interface ScopeStatus {
   readonly budget?: Remaining | undefined
 }
 
-/** When a metric's window is empty again: a minute after its newest counted bucket (now when it is empty). */
-const whole = (counters: Counters, metric: Metric, now: number): number => {
+/** What a metric has used at `now`, and when its window is empty again: a minute after its newest counted bucket. */
+const remainingOf = (counters: Counters, metric: Metric, limit: number, now: number): Remaining => {
   const second = secondOf(now)
+  const amounts = counters[metric]
+  let sum = 0
   let newest = 0
   for (let i = 0; i < WINDOW_SECONDS; i++) {
     const stamp = counters.stamps[i]
-    if (live(stamp, second) && counters[metric][i] !== 0 && stamp > newest) newest = stamp
+    if (live(stamp, second) && amounts[i] !== 0) {
+      sum += amounts[i]
+      if (stamp > newest) newest = stamp
+    }
   }
-  return newest === 0 ? now : (newest + WINDOW_SECONDS) * 1000
+  return {
+    limit,
+    remaining: Math.max(0, limit - sum),
+    resetsAt: newest === 0 ? now : (newest + WINDOW_SECONDS) * 1000
+  }
 }
 
 /** What is left of each limit of a scope at `now`. */
 export const status = (counters: Counters, limits: Limits, now: number): ScopeStatus => {
   const of = (metric: Metric): Remaining | undefined => {
     const limit = limitOf(limits, metric)
-    return limit === undefined
-      ? undefined
-      : { limit, remaining: Math.max(0, limit - used(counters, metric, now)), resetsAt: whole(counters, metric, now) }
+    return limit === undefined ? undefined : remainingOf(counters, metric, limit, now)
   }
   const budget = limits.budget
   return {
