@@ -106,6 +106,7 @@ export const make = (options: WorkerOptions = {}): Effect.Effect<
     let running = 0
     const runningOf = new Map<string, number>()
     let runnable: { readonly at: number; readonly batches: ReadonlyArray<Batch> } | undefined
+    const refill = Math.max(1, Math.floor(o.perBatch / 4))
 
     const lease = (now: number): Effect.Effect<Lease> =>
       Effect.map(BatchRunner.randomId("claim_"), (token) => ({ owner, token, now, until: now + o.leaseMs }))
@@ -147,8 +148,10 @@ export const make = (options: WorkerOptions = {}): Effect.Effect<
       const batches = yield* runnableAt(now)
       let started = 0
       for (const batch of batches) {
-        const free = Math.min(o.perProcess - running, o.perBatch - (runningOf.get(batch.id) ?? 0))
-        if (free <= 0) continue
+        const mine = runningOf.get(batch.id) ?? 0
+        const free = Math.min(o.perProcess - running, o.perBatch - mine)
+        // A batch already running here is topped up a few requests at a time: one claim for several.
+        if (free <= 0 || (mine > 0 && free < refill)) continue
         const items = yield* store.claimItems(batch.id, yield* lease(now), free)
         // Fewer than asked: the batch may be running out, or over; read the list afresh next time.
         if (items.length < free) runnable = undefined
