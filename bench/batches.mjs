@@ -3,14 +3,15 @@
 // Starts the fake Anthropic upstream (bench/upstream.mjs, answers at once) and one or three compiled gateway processes
 // (`packages/server/dist/main.js`, as `npm start` runs it) sharing one store, submits one batch of 5,000 requests to
 // `/v1/messages`, polls it until it completes, and reports requests per second (from the submission's answer to the
-// poll that saw it completed), the gateways' CPU time per request, and each process's peak RSS (VmHWM). One process
+// poll that saw it completed), the gateways' CPU time per request (and, for comparison, the first gateway's per live
+// request of the same body, 16 at a time, right after), and each process's peak RSS (VmHWM). One process
 // runs on SQLite and on PostgreSQL, three on PostgreSQL (skipped, with a line saying so, when PostgreSQL is
 // unreachable). The workers run with their default limits (16 requests per batch and 64 per process, in each
 // process). A benchmark, not a test: it exits 1 only when something is broken.
 //
 // Environment:
 //   BENCH_BATCH_ITEMS      requests in the batch (default 5000)
-//   BENCH_BATCH_RUNS       comma-separated runs among sqlite-1, pg-1, pg-3 (default all three)
+//   BENCH_BATCH_RUNS       comma-separated runs among sqlite-1, pg-1, pg-3 (default all three), and memory-1
 //   BENCH_BATCH_PER_BATCH  the workers' per-batch limit (default: the gateway's, 16)
 //   BENCH_PG_URL           PostgreSQL (default postgres://postgres@127.0.0.1:5432/test)
 import { fork, spawn } from "node:child_process"
@@ -134,11 +135,34 @@ const dropSchema = async (schema) => {
   }
 }
 
+/** The same gateway's CPU per live `POST /v1/messages` (the same body, 16 at a time), for comparison. */
+const liveCpu = async (gateway, n = 1000) => {
+  const body = JSON.stringify({ model: "bench/model", max_tokens: 64, messages: [{ role: "user", content: "Say hello." }] })
+  const before = cpuMs(gateway.child.pid)
+  let sent = 0
+  const client = async () => {
+    while (sent < n) {
+      sent++
+      const response = await fetch(`${gateway.url}/v1/messages`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${CLIENT_KEY}`, "content-type": "application/json" },
+        body
+      })
+      if (response.status !== 200) throw new Error(`live request: ${response.status}`)
+      await response.arrayBuffer()
+    }
+  }
+  await Promise.all(Array.from({ length: 16 }, client))
+  return (cpuMs(gateway.child.pid) - before) / n
+}
+
 /** One run: `processes` gateways on `storage`, one batch of ITEMS requests. */
 const run = async (upstream, storage, processes) => {
   const dir = mkdtempSync(join(tmpdir(), "mg-bench-batches-"))
   const schema = `mg_bench_batches_${randomUUID().replaceAll("-", "")}`
-  const databaseUrl = storage === "sqlite"
+  const databaseUrl = storage === "memory"
+    ? "memory:"
+    : storage === "sqlite"
     ? `sqlite:${join(dir, "gateway.db")}`
     : `${PG_URL}${PG_URL.includes("?") ? "&" : "?"}schema=${schema}`
   const configPath = join(dir, "config.json")
@@ -169,12 +193,16 @@ const run = async (upstream, storage, processes) => {
     if (batch.status !== "completed" || batch.request_counts.completed !== ITEMS) {
       throw new Error(`batch ended ${batch.status}: ${JSON.stringify(batch.request_counts)}`)
     }
+    const cpuAfter = gateways.reduce((sum, g) => sum + cpuMs(g.child.pid), 0)
     return {
-      run: `${storage === "pg" ? "PostgreSQL" : "SQLite"}, ${processes} process${processes === 1 ? "" : "es"}`,
+      liveCpuPerRequestMs: await liveCpu(gateways[0]),
+      run: `${{ pg: "PostgreSQL", sqlite: "SQLite", memory: "memory" }[storage]}, ${processes} process${
+        processes === 1 ? "" : "es"
+      }`,
       submitMs: submitted - started,
       seconds: (finished - submitted) / 1000,
       perSecond: ITEMS / ((finished - submitted) / 1000),
-      cpuPerRequestMs: (gateways.reduce((sum, g) => sum + cpuMs(g.child.pid), 0) - cpuBefore) / ITEMS,
+      cpuPerRequestMs: (cpuAfter - cpuBefore) / ITEMS,
       rss: gateways.map((g) => peakRss(g.child.pid))
     }
   } finally {
@@ -206,14 +234,17 @@ const main = async () => {
     rows.push(row)
   }
   console.log("")
-  console.log("| run | submit (ms) | submitted to completed (s) | requests/s | gateway CPU per request (ms) | peak RSS per process (MiB) |")
-  console.log("|---|---|---|---|---|---|")
+  console.log(
+    "| run | submit (ms) | submitted to completed (s) | requests/s | gateway CPU per request (ms) " +
+      "| the same, live (ms) | peak RSS per process (MiB) |"
+  )
+  console.log("|---|---|---|---|---|---|---|")
   for (const r of rows) {
     const rss = r.rss.map((m) => (m === undefined ? "?" : m.toFixed(0))).join(", ")
     console.log(
       `| ${r.run} | ${r.submitMs.toFixed(0)} | ${r.seconds.toFixed(2)} | ${r.perSecond.toFixed(0)} | ${
         r.cpuPerRequestMs.toFixed(2)
-      } | ${rss} |`
+      } | ${r.liveCpuPerRequestMs.toFixed(2)} | ${rss} |`
     )
   }
   upstream.child.kill("SIGTERM")
