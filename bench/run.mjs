@@ -17,7 +17,8 @@
 //   BENCH_WARMUP       seconds of each target's warm-up run, not measured (default 5; the JIT needs it)
 //   BENCH_ROUNDS       measured runs per target, interleaved across targets (default 5)
 //   BENCH_CONNECTIONS  concurrent connections of the load generator (default 32)
-//   BENCH_SCENARIOS    comma-separated subset of "json,stream" (default both)
+//   BENCH_SCENARIOS    comma-separated subset of "json,stream,batches" (default json,stream; batches runs
+//                      bench/batches.mjs: a 5,000-request batch on one and three processes, see that file)
 //   BENCH_BASELINE=DIR another checkout of this repository, built: its gateway runs as a fourth target,
 //                      "baseline", and the run prints gateway/baseline (an A/B of two builds)
 //   BENCH_CPU_PROF=1   run the gateway child with --cpu-prof into bench/.prof (summarise with
@@ -63,7 +64,10 @@ const ROUNDS = Math.round(numberFromEnv("BENCH_ROUNDS", 5))
 const CONNECTIONS = Math.round(numberFromEnv("BENCH_CONNECTIONS", 32))
 /** Another checkout, built, whose gateway runs as a fourth target "baseline": an A/B of two builds in one run. */
 const BASELINE = process.env.BENCH_BASELINE || undefined
-const SCENARIOS = (process.env.BENCH_SCENARIOS ?? "json,stream").split(",").map((s) => s.trim()).filter(Boolean)
+const ALL_SCENARIOS = (process.env.BENCH_SCENARIOS ?? "json,stream").split(",").map((s) => s.trim()).filter(Boolean)
+/** `batches` is a benchmark of its own (bench/batches.mjs), run first when asked for; the others are HTTP loads. */
+const BATCHES = ALL_SCENARIOS.includes("batches")
+const SCENARIOS = ALL_SCENARIOS.filter((s) => s !== "batches")
 // BENCH_CPU_PROF=1 profiles the gateway; a list ("proxy,gateway") names the children to profile.
 const PROFILED = new Set(
   process.env.BENCH_CPU_PROF === "1"
@@ -78,9 +82,9 @@ const profileArgs = (name) =>
   PROFILED.has(name) ? ["--cpu-prof", "--cpu-prof-dir", PROFILE_DIR, "--cpu-prof-name", `${name}-${STAMP}.cpuprofile`] : []
 const BUDGET = 2
 
-for (const s of SCENARIOS) {
-  if (s !== "json" && s !== "stream") {
-    console.error(`BENCH_SCENARIOS: unknown scenario ${JSON.stringify(s)} (use json, stream)`)
+for (const s of ALL_SCENARIOS) {
+  if (s !== "json" && s !== "stream" && s !== "batches") {
+    console.error(`BENCH_SCENARIOS: unknown scenario ${JSON.stringify(s)} (use json, stream, batches)`)
     process.exit(2)
   }
 }
@@ -476,7 +480,19 @@ const ratioOf = (rows, scenario, of = "gateway", to = "proxy") => {
 // main
 // ---------------------------------------------------------------------------------------------------
 
+/** The batch benchmark, in a process of its own (it starts gateway processes of its own). */
+const runBatches = () =>
+  new Promise((resolve, reject) => {
+    const child = fork(resolvePath(here, "batches.mjs"), [], { stdio: "inherit" })
+    child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`bench/batches.mjs exited with ${code}`))))
+  })
+
 const main = async () => {
+  if (BATCHES) {
+    await runBatches()
+    if (SCENARIOS.length === 0) process.exit(0)
+    console.log("")
+  }
   const cpuInfo = cpus()
   console.log("model-gateway overhead benchmark")
   console.log(

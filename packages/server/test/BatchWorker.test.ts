@@ -173,7 +173,7 @@ describe("BatchWorker", () => {
       let dead = false
       const mortal: BatchStore.BatchStoreService = {
         ...store,
-        record: (item, finished, now) => dead ? Effect.succeed(false) : store.record(item, finished, now),
+        record: (recordings, now) => dead ? Effect.succeed(recordings.map(() => false)) : store.record(recordings, now),
         renew: (owner, until) => dead ? Effect.void : store.renew(owner, until),
         release: (owner) => dead ? Effect.void : store.release(owner),
         releaseItem: (item) => dead ? Effect.void : store.releaseItem(item)

@@ -135,7 +135,9 @@ export const make: Effect.Effect<BatchStore.BatchStoreService> = Effect.sync(() 
     Effect.sync(() => {
       const entry = batches.get(batchId)
       const claimed: Array<BatchStore.ClaimedItem> = []
-      if (entry === undefined) return claimed
+      if (entry === undefined || entry.batch.status !== "in_progress" || entry.batch.expiresAt <= lease.now) {
+        return claimed
+      }
       for (let index = 0; index < entry.items.length && claimed.length < limit; index++) {
         const item = entry.items[index]
         if (item.state === "done" || (item.state === "running" && item.leaseUntil >= lease.now)) continue
@@ -187,32 +189,34 @@ export const make: Effect.Effect<BatchStore.BatchStoreService> = Effect.sync(() 
       if (item !== undefined) unlease(item)
     })
 
-  const record = (claimed: BatchStore.ClaimedItem, finished: BatchStore.Finished, now: number) =>
-    Effect.sync(() => {
-      const entry = batches.get(claimed.batchId)
-      const item = claimedItem(claimed)
-      if (entry === undefined || item === undefined) return false
-      item.state = "done"
-      item.result = finished.result
-      item.owner = null
-      item.token = null
-      const { counts, usage } = entry.batch
-      entry.batch = {
-        ...entry.batch,
-        counts: {
-          total: counts.total,
-          completed: counts.completed + (finished.outcome === "completed" ? 1 : 0),
-          failed: counts.failed + (finished.outcome === "failed" ? 1 : 0)
-        },
-        usage: {
-          promptTokens: usage.promptTokens + finished.promptTokens,
-          completionTokens: usage.completionTokens + finished.completionTokens,
-          cost: Cost.sumDecimals([usage.cost, finished.cost])
-        },
-        updatedAt: now
-      }
-      return true
-    })
+  const recordOne = ({ finished, item: claimed }: BatchStore.Recording, now: number): boolean => {
+    const entry = batches.get(claimed.batchId)
+    const item = claimedItem(claimed)
+    if (entry === undefined || item === undefined) return false
+    item.state = "done"
+    item.result = finished.result
+    item.owner = null
+    item.token = null
+    const { counts, usage } = entry.batch
+    entry.batch = {
+      ...entry.batch,
+      counts: {
+        total: counts.total,
+        completed: counts.completed + (finished.outcome === "completed" ? 1 : 0),
+        failed: counts.failed + (finished.outcome === "failed" ? 1 : 0)
+      },
+      usage: {
+        promptTokens: usage.promptTokens + finished.promptTokens,
+        completionTokens: usage.completionTokens + finished.completionTokens,
+        cost: Cost.sumDecimals([usage.cost, finished.cost])
+      },
+      updatedAt: now
+    }
+    return true
+  }
+
+  const record = (recordings: ReadonlyArray<BatchStore.Recording>, now: number) =>
+    Effect.sync(() => recordings.map((recording) => recordOne(recording, now)))
 
   const running = (batchId: string, now: number) =>
     Effect.sync(() =>

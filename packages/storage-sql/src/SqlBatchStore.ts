@@ -3,9 +3,9 @@
  * coordinating lease) and `mg_batch_items` (one row per request: state, lease, result). Status changes are
  * `UPDATE ... WHERE status = expected RETURNING *`. Claims are one `UPDATE` of the rows a sub-select picked: on
  * PostgreSQL the sub-select locks them `FOR UPDATE SKIP LOCKED`, so processes claiming at once get disjoint rows; a
- * SQLite statement runs alone. A result is recorded under the claim's token, with the batch's counts and usage, in one
- * statement on PostgreSQL (the cost summed as NUMERIC) and in one transaction on SQLite (whose first statement takes
- * the write lock, so the read of the cost that follows cannot interleave with another writer).
+ * SQLite statement runs alone. Results are recorded under their claims' tokens, several at once: per batch, one
+ * transaction marks the requests done (`UPDATE ... FROM (VALUES ...)`) and adds what they did to the batch's counts
+ * and usage (the cost summed exactly: as NUMERIC on PostgreSQL, read and summed under the write lock on SQLite).
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type * as Statement from "@effect/sql/Statement"
@@ -44,6 +44,7 @@ type BatchRow = typeof BatchRow.Type
 const ItemRow = Schema.Struct({ idx: Num, custom_id: Schema.String, result: Text })
 const ClaimRow = Schema.Struct({ idx: Num, custom_id: Schema.String, body: Schema.String })
 const CountRow = Schema.Struct({ n: Num })
+const IndexRow = Schema.Struct({ idx: Num })
 const CostRow = Schema.Struct({ cost: Schema.String })
 
 const ACTIVE = Batches.activeStatuses
@@ -120,6 +121,7 @@ export const make: Effect.Effect<BatchStore.BatchStoreService, never, SqlClient.
   const items = decode(ItemRow)
   const claims = decode(ClaimRow)
   const counts = decode(CountRow)
+  const indexes = decode(IndexRow)
   const costs = decode(CostRow)
 
   const create = (batch: Batch, newItems: ReadonlyArray<BatchStore.NewItem>) =>
@@ -218,6 +220,10 @@ export const make: Effect.Effect<BatchStore.BatchStoreService, never, SqlClient.
           SELECT idx FROM mg_batch_items
           WHERE batch_id = ${batchId} AND state IN ('pending', 'running')
             AND (state = 'pending' OR lease_until < ${lease.now})
+            AND EXISTS (
+              SELECT 1 FROM mg_batches
+              WHERE id = ${batchId} AND status = 'in_progress' AND expires_at > ${lease.now}
+            )
           ORDER BY state, idx LIMIT ${limit} ${skipLocked}
         ) RETURNING idx, custom_id, body`
     ).pipe(
@@ -253,37 +259,70 @@ export const make: Effect.Effect<BatchStore.BatchStoreService, never, SqlClient.
       WHERE batch_id = ${item.batchId} AND idx = ${item.index} AND state = 'running' AND lease_token = ${item.token}`
       .pipe(Effect.asVoid, Effect.orDie)
 
-  const markDone = (item: BatchStore.ClaimedItem, finished: BatchStore.Finished) =>
-    sql`UPDATE mg_batch_items
-      SET state = 'done', result = ${JSON.stringify(finished.result)}, lease_owner = NULL, lease_token = NULL
-      WHERE batch_id = ${item.batchId} AND idx = ${item.index} AND state = 'running' AND lease_token = ${item.token}`
-
-  const recordPg = (item: BatchStore.ClaimedItem, finished: BatchStore.Finished, now: number) => {
-    const completed = finished.outcome === "completed" ? 1 : 0
-    return sql`WITH done AS (${markDone(item, finished)} RETURNING batch_id)
-      UPDATE mg_batches SET completed = completed + ${completed}, failed = failed + ${1 - completed},
-        prompt_tokens = prompt_tokens + ${finished.promptTokens},
-        completion_tokens = completion_tokens + ${finished.completionTokens},
-        cost = CAST(CAST(cost AS NUMERIC) + CAST(${finished.cost} AS NUMERIC) AS TEXT), updated_at = ${now}
-      WHERE id IN (SELECT batch_id FROM done) RETURNING id`.pipe(Effect.map((rows) => rows.length > 0))
+  /** Marks the requests done whose claim still holds, in one statement; the indexes it marked. */
+  const markDone = (batchId: string, group: ReadonlyArray<BatchStore.Recording>) => {
+    const rows = group.map(({ finished, item }) =>
+      sql`(CAST(${item.index} AS INTEGER), CAST(${item.token} AS TEXT), CAST(${
+        JSON.stringify(finished.result)
+      } AS TEXT))`
+    )
+    return indexes(
+      sql`UPDATE mg_batch_items
+        SET state = 'done', result = v.column3, lease_owner = NULL, lease_token = NULL
+        FROM (VALUES ${sql.join(", ", false)(rows)}) AS v
+        WHERE mg_batch_items.batch_id = ${batchId} AND mg_batch_items.idx = v.column1
+          AND mg_batch_items.state = 'running' AND mg_batch_items.lease_token = v.column2
+        RETURNING mg_batch_items.idx AS idx`
+    ).pipe(Effect.map((found) => new Set(found.map((row) => row.idx))))
   }
 
-  const recordSqlite = (item: BatchStore.ClaimedItem, finished: BatchStore.Finished, now: number) =>
+  /** Adds the recorded requests' outcomes and usage to their batch; the cost exactly (NUMERIC, or summed here). */
+  const addToBatch = (batchId: string, recorded: ReadonlyArray<BatchStore.Finished>, now: number) =>
     Effect.gen(function*() {
-      const done = yield* sql`${markDone(item, finished)} RETURNING batch_id`
-      if (done.length === 0) return false
-      const [{ cost }] = yield* costs(sql`SELECT cost FROM mg_batches WHERE id = ${item.batchId}`)
-      const completed = finished.outcome === "completed" ? 1 : 0
-      yield* sql`UPDATE mg_batches SET completed = completed + ${completed}, failed = failed + ${1 - completed},
-        prompt_tokens = prompt_tokens + ${finished.promptTokens},
-        completion_tokens = completion_tokens + ${finished.completionTokens},
-        cost = ${Cost.sumDecimals([cost, finished.cost])}, updated_at = ${now}
-        WHERE id = ${item.batchId}`
-      return true
+      const completed = recorded.filter((f) => f.outcome === "completed").length
+      const promptTokens = recorded.reduce((sum, f) => sum + f.promptTokens, 0)
+      const completionTokens = recorded.reduce((sum, f) => sum + f.completionTokens, 0)
+      const added = Cost.sumDecimals(recorded.map((f) => f.cost))
+      const cost = pg
+        ? sql`CAST(CAST(cost AS NUMERIC) + CAST(${added} AS NUMERIC) AS TEXT)`
+        : sql`${
+          Cost.sumDecimals([(yield* costs(sql`SELECT cost FROM mg_batches WHERE id = ${batchId}`))[0].cost, added])
+        }`
+      yield* sql`UPDATE mg_batches SET completed = completed + ${completed},
+        failed = failed + ${recorded.length - completed},
+        prompt_tokens = prompt_tokens + ${promptTokens}, completion_tokens = completion_tokens + ${completionTokens},
+        cost = ${cost}, updated_at = ${now}
+        WHERE id = ${batchId}`
+    })
+
+  /**
+   * One transaction per batch: the requests marked done first (on SQLite that takes the write lock, so the read of the
+   * cost that follows cannot interleave with another writer), then the batch's counts and usage.
+   */
+  const recordGroup = (
+    batchId: string,
+    group: ReadonlyArray<{ readonly at: number; readonly recording: BatchStore.Recording }>,
+    now: number
+  ) =>
+    Effect.gen(function*() {
+      const done = yield* markDone(batchId, group.map((g) => g.recording))
+      const recorded = group.filter((g) => done.has(g.recording.item.index))
+      if (recorded.length > 0) yield* addToBatch(batchId, recorded.map((g) => g.recording.finished), now)
+      return recorded.map((g) => g.at)
     }).pipe(sql.withTransaction)
 
-  const record = (item: BatchStore.ClaimedItem, finished: BatchStore.Finished, now: number) =>
-    (pg ? recordPg(item, finished, now) : recordSqlite(item, finished, now)).pipe(Effect.orDie)
+  const record = (recordings: ReadonlyArray<BatchStore.Recording>, now: number) =>
+    Effect.gen(function*() {
+      const outcome = recordings.map(() => false)
+      for (const [batchId, group] of BatchStore.byBatch(recordings)) {
+        for (let start = 0; start < group.length; start += INSERT_CHUNK) {
+          for (const at of yield* recordGroup(batchId, group.slice(start, start + INSERT_CHUNK), now)) {
+            outcome[at] = true
+          }
+        }
+      }
+      return outcome as ReadonlyArray<boolean>
+    }).pipe(Effect.orDie)
 
   const running = (batchId: string, now: number) =>
     counts(

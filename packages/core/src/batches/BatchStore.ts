@@ -83,6 +83,29 @@ export interface Finished {
   readonly cost: string
 }
 
+/** A request's end, under the claim it ran with. */
+export interface Recording {
+  readonly item: ClaimedItem
+  readonly finished: Finished
+}
+
+/** Recordings by batch, in order, each with its position; a request given twice keeps its first recording only. */
+export const byBatch = (
+  recordings: ReadonlyArray<Recording>
+): Map<string, Array<{ readonly at: number; readonly recording: Recording }>> => {
+  const groups = new Map<string, Array<{ readonly at: number; readonly recording: Recording }>>()
+  const seen = new Set<string>()
+  recordings.forEach((recording, at) => {
+    const key = `${recording.item.batchId}\u0000${recording.item.index}`
+    if (seen.has(key)) return
+    seen.add(key)
+    const group = groups.get(recording.item.batchId) ?? []
+    group.push({ at, recording })
+    groups.set(recording.item.batchId, group)
+  })
+  return groups
+}
+
 export interface BatchStoreService {
   /** Stores a new batch and its requests, all at once. */
   readonly create: (batch: Batch, items: ReadonlyArray<NewItem>) => Effect.Effect<void>
@@ -104,7 +127,8 @@ export interface BatchStoreService {
   readonly runnable: (now: number, limit: number) => Effect.Effect<ReadonlyArray<Batch>>
   /**
    * Leases up to `limit` requests of a batch that have no result and no live lease (never started, or claimed by a
-   * worker whose lease ran out), in submission order.
+   * worker whose lease ran out), in submission order; none unless the batch is in progress and its window has not
+   * ended at `lease.now`.
    */
   readonly claimItems: (batchId: string, lease: Lease, limit: number) => Effect.Effect<ReadonlyArray<ClaimedItem>>
   /** Extends every lease the owner holds (batches and requests) to `until`. */
@@ -114,10 +138,11 @@ export interface BatchStoreService {
   /** Gives up the lease of one request (it did not run): it can be claimed again at once. */
   readonly releaseItem: (item: ClaimedItem) => Effect.Effect<void>
   /**
-   * Records a request's result if the request is still under the claim `item` came with, adding to the batch's counts
-   * and usage in the same step; false (nothing recorded) when the claim was lost or the request has a result already.
+   * Records requests' results, each if its request is still under the claim it came with, adding to its batch's counts
+   * and usage in the same step (one step per batch); for each, whether it was recorded (false: the claim was lost, or
+   * the request has its result already, or it is given twice).
    */
-  readonly record: (item: ClaimedItem, finished: Finished, now: number) => Effect.Effect<boolean>
+  readonly record: (recordings: ReadonlyArray<Recording>, now: number) => Effect.Effect<ReadonlyArray<boolean>>
   /** How many requests of a batch are running under a live lease at `now`. */
   readonly running: (batchId: string, now: number) => Effect.Effect<number>
 }

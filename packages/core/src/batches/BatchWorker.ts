@@ -1,10 +1,11 @@
 /**
- * The batch worker of a gateway process, for as long as its scope lasts. Three fibers: the coordinator leases
+ * The batch worker of a gateway process, for as long as its scope lasts. Four fibers: the coordinator leases
  * unfinished batches and moves each through its lifecycle (`BatchCoordinator`); the filler claims requests of batches
  * in progress, as many as the concurrency limits allow (per batch and per process), and runs each in a fiber of its own
- * (`BatchRunner`), recording its result under its claim; the heartbeat renews every lease the worker holds. A process
- * that dies stops renewing: its leases run out, and other workers (or itself, restarted) take the work over. Closing
- * the scope interrupts the running requests and gives their leases back at once.
+ * (`BatchRunner`); the recorder records their results under their claims as they finish (those that finished while
+ * it was writing, together); the heartbeat renews every lease the worker holds. A process that dies stops renewing:
+ * its leases run out, and other workers (or itself, restarted) take the work over. Closing the scope interrupts the
+ * running requests, records the results waiting, and gives the other leases back at once.
  */
 import type { Scope } from "effect"
 import { Cause, Clock, Duration, Effect, FiberSet, Layer, Queue } from "effect"
@@ -14,7 +15,7 @@ import { OpenAiService } from "../openai/OpenAiService.js"
 import type { Batch } from "./Batch.js"
 import * as BatchCoordinator from "./BatchCoordinator.js"
 import * as BatchRunner from "./BatchRunner.js"
-import { BatchStore, type ClaimedItem, type Lease } from "./BatchStore.js"
+import { BatchStore, type ClaimedItem, type Lease, type Recording } from "./BatchStore.js"
 
 export interface WorkerOptions {
   /** Most requests of one batch running at once in this process (default 16). */
@@ -47,6 +48,9 @@ const defaults = {
 /** Batches looked at per round (coordinated, or drawn requests from). */
 const BATCHES_PER_ROUND = 100
 
+/** Most results recorded in one write. */
+const RECORD_BATCH = 256
+
 /** Runs `step` forever; a failure or defect is logged and the loop goes on after `pauseMs`. */
 const forever = (name: string, step: Effect.Effect<void>, pauseMs: number) =>
   Effect.forever(
@@ -77,12 +81,32 @@ export const make = (options: WorkerOptions = {}): Effect.Effect<
       retryMaxMs: o.retryMaxMs
     }
     const owner = yield* BatchRunner.randomId("worker_")
-    // Added first, so it runs last: after the fibers below are interrupted, the leases they held go back.
+    const finished = yield* Queue.unbounded<Recording>()
+    /** Records results (those still under their claims); what it cannot record goes back to be run again. */
+    const recordAll = (recordings: ReadonlyArray<Recording>) =>
+      recordings.length === 0 ?
+        Effect.void :
+        Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          store.record(recordings, now).pipe(
+            Effect.asVoid,
+            Effect.catchAllCause((cause) =>
+              Effect.zipRight(
+                Effect.logError("batch worker: recording results failed; their requests will run again", cause),
+                Effect.forEach(recordings, (r) => store.releaseItem(r.item), { discard: true })
+              )
+            ),
+            Effect.uninterruptible
+          ))
+    // Finalizers run last first: the fibers below are interrupted, then the results waiting are recorded, then the
+    // leases still held (requests interrupted before their end) go back at once.
     yield* Effect.addFinalizer(() => store.release(owner))
+    yield* Effect.addFinalizer(() => Effect.flatMap(Queue.takeAll(finished), (rest) => recordAll([...rest])))
     const fibers = yield* FiberSet.make()
     const wake = yield* Queue.sliding<void>(1)
     let running = 0
     const runningOf = new Map<string, number>()
+    let runnable: { readonly at: number; readonly batches: ReadonlyArray<Batch> } | undefined
+    const refill = Math.max(1, Math.floor(o.perBatch / 4))
 
     const lease = (now: number): Effect.Effect<Lease> =>
       Effect.map(BatchRunner.randomId("claim_"), (token) => ({ owner, token, now, until: now + o.leaseMs }))
@@ -96,25 +120,41 @@ export const make = (options: WorkerOptions = {}): Effect.Effect<
         return Queue.offer(wake, undefined)
       })
 
+    // A result waits for the recorder, which writes those that finished meanwhile together.
     const runItem = (batch: Batch, item: ClaimedItem) =>
       BatchRunner.run(ports, runner, batch, item).pipe(
-        Effect.flatMap((finished) =>
-          Effect.flatMap(Clock.currentTimeMillis, (now) => store.record(item, finished, now))
-        ),
+        Effect.flatMap((result) => Queue.offer(finished, { item, finished: result })),
         Effect.onInterrupt(() => store.releaseItem(item)),
         Effect.ensuring(done(batch.id))
       )
+
+    const record = Effect.flatMap(Queue.takeBetween(finished, 1, RECORD_BATCH), (chunk) => recordAll([...chunk]))
+
+    /**
+     * The batches in progress, read at most once a poll interval (a claim checks its batch's status itself, so a
+     * batch cancelled since is never drawn from).
+     */
+    const runnableAt = (now: number) =>
+      runnable !== undefined && now - runnable.at < o.pollMs
+        ? Effect.succeed(runnable.batches)
+        : Effect.tap(store.runnable(now, BATCHES_PER_ROUND), (batches) => {
+          runnable = { at: now, batches }
+        })
 
     /** Claims what the limits allow from the batches in progress; how many requests it started. */
     const claimRound = Effect.gen(function*() {
       if (running >= o.perProcess) return 0
       const now = yield* Clock.currentTimeMillis
-      const batches = yield* store.runnable(now, BATCHES_PER_ROUND)
+      const batches = yield* runnableAt(now)
       let started = 0
       for (const batch of batches) {
-        const free = Math.min(o.perProcess - running, o.perBatch - (runningOf.get(batch.id) ?? 0))
-        if (free <= 0) continue
+        const mine = runningOf.get(batch.id) ?? 0
+        const free = Math.min(o.perProcess - running, o.perBatch - mine)
+        // A batch already running here is topped up a few requests at a time: one claim for several.
+        if (free <= 0 || (mine > 0 && free < refill)) continue
         const items = yield* store.claimItems(batch.id, yield* lease(now), free)
+        // Fewer than asked: the batch may be running out, or over; read the list afresh next time.
+        if (items.length < free) runnable = undefined
         for (const item of items) {
           running++
           runningOf.set(batch.id, (runningOf.get(batch.id) ?? 0) + 1)
@@ -141,6 +181,7 @@ export const make = (options: WorkerOptions = {}): Effect.Effect<
     const heartbeat = Effect.flatMap(Clock.currentTimeMillis, (now) => store.renew(owner, now + o.leaseMs))
 
     yield* Effect.forkScoped(forever("claiming requests", fill, o.pollMs))
+    yield* Effect.forkScoped(forever("recording results", record, o.pollMs))
     yield* Effect.forkScoped(
       forever(
         "coordinating batches",

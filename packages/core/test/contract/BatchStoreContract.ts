@@ -67,6 +67,14 @@ const finished = (item: BatchStore.ClaimedItem, outcome: "completed" | "failed",
     cost
   }) satisfies BatchStore.Finished
 
+/** Records one request's result; whether it was recorded. */
+const recordOne = (
+  store: BatchStore.BatchStoreService,
+  item: BatchStore.ClaimedItem,
+  done: BatchStore.Finished,
+  now: number
+) => Effect.map(store.record([{ item, finished: done }], now), ([recorded]) => recorded)
+
 /** Stores a batch (in progress unless said otherwise) with `n` requests. */
 const stored = (n: number, overrides: Partial<Batch.Batch> = {}) =>
   Effect.gen(function*() {
@@ -181,7 +189,7 @@ export const batchStoreContract = (name: string, layer: Layer.Layer<BatchStore.B
           const claimed = yield* store.claimItems(batch.id, lease(unique("w"), T0), 2)
           assert.deepStrictEqual(claimed.map((i) => [i.index, i.customId]), [[0, "req-0"], [1, "req-1"]])
           assert.deepStrictEqual(JSON.parse(claimed[1].body), { n: 1, text: "é✓" })
-          assert.isTrue(yield* store.record(claimed[1], finished(claimed[1], "completed"), T0 + 5))
+          assert.isTrue(yield* recordOne(store, claimed[1], finished(claimed[1], "completed"), T0 + 5))
           const page = yield* store.results(batch.id, 0, 2)
           assert.deepStrictEqual(page.map((i) => i.index), [1, 2])
           assert.deepStrictEqual(page[0].result, finished(claimed[1], "completed").result)
@@ -193,11 +201,11 @@ export const batchStoreContract = (name: string, layer: Layer.Layer<BatchStore.B
           const store = yield* BatchStore.BatchStore
           const batch = yield* stored(3)
           const [a, b, c] = yield* store.claimItems(batch.id, lease(unique("w"), T0), 3)
-          assert.isTrue(yield* store.record(a, finished(a, "completed", "0.000123"), T0 + 1))
-          assert.isFalse(yield* store.record(a, finished(a, "completed", "0.000123"), T0 + 2))
-          assert.isFalse(yield* store.record({ ...b, token: "not-the-claim" }, finished(b, "completed"), T0 + 2))
-          assert.isTrue(yield* store.record(b, finished(b, "failed", "0"), T0 + 3))
-          assert.isTrue(yield* store.record(c, finished(c, "completed", "0.0000000000000000015"), T0 + 4))
+          assert.isTrue(yield* recordOne(store, a, finished(a, "completed", "0.000123"), T0 + 1))
+          assert.isFalse(yield* recordOne(store, a, finished(a, "completed", "0.000123"), T0 + 2))
+          assert.isFalse(yield* recordOne(store, { ...b, token: "not-the-claim" }, finished(b, "completed"), T0 + 2))
+          assert.isTrue(yield* recordOne(store, b, finished(b, "failed", "0"), T0 + 3))
+          assert.isTrue(yield* recordOne(store, c, finished(c, "completed", "0.0000000000000000015"), T0 + 4))
           const after = Option.getOrThrow(yield* store.get(batch.workspace, batch.id))
           assert.deepStrictEqual(after.counts, { total: 3, completed: 2, failed: 1 })
           assert.deepStrictEqual(after.usage, {
@@ -207,6 +215,45 @@ export const batchStoreContract = (name: string, layer: Layer.Layer<BatchStore.B
           })
           assert.strictEqual(after.updatedAt, T0 + 4)
           assert.deepStrictEqual(yield* store.claimItems(batch.id, lease(unique("w"), T0 + 10), 3), [])
+        }))
+
+      it.effect("records several results at once, across batches, each only under its claim and only once", () =>
+        Effect.gen(function*() {
+          const store = yield* BatchStore.BatchStore
+          const one = yield* stored(3)
+          const two = yield* stored(2)
+          const [a, b, c] = yield* store.claimItems(one.id, lease(unique("w"), T0), 3)
+          const [d, e] = yield* store.claimItems(two.id, lease(unique("w"), T0), 2)
+          const recorded = yield* store.record([
+            { item: a, finished: finished(a, "completed", "0.1") },
+            { item: d, finished: finished(d, "failed", "0") },
+            { item: { ...b, token: "stale" }, finished: finished(b, "completed") },
+            { item: a, finished: finished(a, "failed") },
+            { item: c, finished: finished(c, "completed", "0.2") },
+            { item: e, finished: finished(e, "completed", "0.3") }
+          ], T0 + 1)
+          assert.deepStrictEqual(recorded, [true, true, false, false, true, true])
+          const first = Option.getOrThrow(yield* store.get(one.workspace, one.id))
+          assert.deepStrictEqual(first.counts, { total: 3, completed: 2, failed: 0 })
+          assert.deepStrictEqual(first.usage, { promptTokens: 20, completionTokens: 10, cost: "0.3" })
+          const second = Option.getOrThrow(yield* store.get(two.workspace, two.id))
+          assert.deepStrictEqual(second.counts, { total: 2, completed: 1, failed: 1 })
+          assert.strictEqual(second.usage.cost, "0.3")
+          const results = yield* store.results(one.id, -1, 10)
+          assert.deepStrictEqual(results.map((r) => r.result?.response?.statusCode ?? null), [200, null, 200])
+          assert.deepStrictEqual(yield* store.record([], T0 + 2), [])
+        }))
+
+      it.effect("claims nothing of a batch that is not in progress, or whose window has ended", () =>
+        Effect.gen(function*() {
+          const store = yield* BatchStore.BatchStore
+          for (const status of ["validating", "cancelling", "completed", "expired"] as const) {
+            const batch = yield* stored(2, { status })
+            assert.deepStrictEqual(yield* store.claimItems(batch.id, lease(unique("w"), T0), 2), [], status)
+          }
+          const ended = yield* stored(2, { expiresAt: T0 + 1000 })
+          assert.deepStrictEqual(yield* store.claimItems(ended.id, lease(unique("w"), T0 + 1000), 2), [])
+          assert.strictEqual((yield* store.claimItems(ended.id, lease(unique("w"), T0 + 999), 2)).length, 2)
         }))
 
       it.effect("claims for several workers at once are disjoint and cover every request", () =>
@@ -221,7 +268,7 @@ export const batchStoreContract = (name: string, layer: Layer.Layer<BatchStore.B
           assert.deepStrictEqual(indexes, Array.from({ length: 60 }, (_, i) => i))
           const all = claims.flat()
           const recorded = yield* Effect.all(
-            [...all, ...all].map((item) => store.record(item, finished(item, "completed", "0.5"), T0 + 1)),
+            [...all, ...all].map((item) => recordOne(store, item, finished(item, "completed", "0.5"), T0 + 1)),
             { concurrency: "unbounded" }
           )
           assert.strictEqual(recorded.filter(Boolean).length, 60)
@@ -241,8 +288,8 @@ export const batchStoreContract = (name: string, layer: Layer.Layer<BatchStore.B
           assert.deepStrictEqual(early.map((i) => i.index), [1])
           const late = yield* store.claimItems(batch.id, lease("other", T0 + 1001), 5)
           assert.deepStrictEqual(late.map((i) => i.index), [0])
-          assert.isFalse(yield* store.record(first, finished(first, "completed"), T0 + 2000))
-          assert.isTrue(yield* store.record(late[0], finished(late[0], "completed"), T0 + 2000))
+          assert.isFalse(yield* recordOne(store, first, finished(first, "completed"), T0 + 2000))
+          assert.isTrue(yield* recordOne(store, late[0], finished(late[0], "completed"), T0 + 2000))
           const after = Option.getOrThrow(yield* store.get(batch.workspace, batch.id))
           assert.strictEqual(after.counts.completed, 1)
         }))
@@ -263,7 +310,7 @@ export const batchStoreContract = (name: string, layer: Layer.Layer<BatchStore.B
           assert.strictEqual(yield* store.running(batch.id, T0 + 4000), 0)
           const again = yield* store.claimItems(batch.id, lease("other", T0 + 4000), 5)
           assert.deepStrictEqual(again.map((i) => i.index), [0, 1, 2])
-          assert.isFalse(yield* store.record(claimed[2], finished(claimed[2], "completed"), T0 + 4001))
+          assert.isFalse(yield* recordOne(store, claimed[2], finished(claimed[2], "completed"), T0 + 4001))
         }))
     })
 
