@@ -124,13 +124,13 @@ export const check = (counters: Counters, limits: Limits, amounts: Amounts, now:
       }
     }
   }
-  let refusal: Refusal | undefined
+  let refusal: Extract<Refusal, { readonly _tag: "RateLimited" }> | undefined
   for (const metric of metrics) {
     const limit = limitOf(limits, metric)
     // A request that asks nothing of a metric is not held back by it (an embedding by the output tokens).
     if (limit === undefined || amounts[metric] === 0) continue
     const wait = waitFor(counters, metric, limit, amounts[metric], now)
-    if (wait > 0 && (refusal === undefined || wait > (refusal as { retryAfterMs: number }).retryAfterMs)) {
+    if (wait > 0 && (refusal === undefined || wait > refusal.retryAfterMs)) {
       refusal = { _tag: "RateLimited", metric, limit, retryAfterMs: wait }
     }
   }
