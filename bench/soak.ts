@@ -363,7 +363,7 @@ const main = async () => {
     `Soak: ${MINUTES} min (${
       seconds.toFixed(0)
     } s), ${CONCURRENCY} concurrent clients, 2 gateway processes, PostgreSQL`,
-    `storage, a fault queued every 100 ms. Node ${process.version}.`,
+    `storage, Redis limits, a fault queued every 100 ms. Node ${process.version}.`,
     "",
     `Requests: ${served} (${(served / seconds).toFixed(0)}/s).`,
     "",
