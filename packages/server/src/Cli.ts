@@ -1,7 +1,9 @@
 /**
  * The `model-gateway` command: `serve` (the default), and `keys create|list|revoke`.
  */
-import { Args, Command, Options } from "@effect/cli"
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
 import * as KeysCommand from "./KeysCommand.js"
 import type * as Logging from "./Logging.js"
 import { serve } from "./Serve.js"
