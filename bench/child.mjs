@@ -1,7 +1,7 @@
 // The child side of the benchmark's IPC protocol, shared by the upstream, proxy and gateway children.
 //
 //   child -> parent  { type: "ready", url }                 once the server listens
-//   parent -> child  { type: "cpu", id }                    -> { type: "cpu", id, usage: process.cpuUsage(), heap }
+//   parent -> child  { type: "cpu", id }                    -> { type: "cpu", id, usage: process.cpuUsage(), heap, rss, peakRss }
 //   parent -> child  { type: "call", id, name }             -> { type: "call", id, value } (child-specific extras)
 //   parent -> child  { type: "shutdown" }                   closes the server, then exits 0 (so --cpu-prof is written)
 //
@@ -34,7 +34,15 @@ export const serveChild = async (name, start) => {
   process.on("message", (message) => {
     switch (message?.type) {
       case "cpu":
-        process.send({ type: "cpu", id: message.id, usage: process.cpuUsage(), heap: process.memoryUsage().heapUsed })
+        // heap: V8 heap in use; rss: resident set now; peakRss: the process's high-water mark (getrusage maxrss), bytes
+        process.send({
+          type: "cpu",
+          id: message.id,
+          usage: process.cpuUsage(),
+          heap: process.memoryUsage().heapUsed,
+          rss: process.memoryUsage.rss(),
+          peakRss: process.resourceUsage().maxRSS * 1024
+        })
         break
       case "call":
         process.send({ type: "call", id: message.id, value: running?.calls?.[message.name]?.() })

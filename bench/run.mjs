@@ -1,7 +1,8 @@
 // `npm run bench`: the gateway's overhead budget, measured.
 //
 // Starts, each in its own process: a fake Anthropic upstream (bench/upstream.mjs), a pass-through
-// node:http + undici proxy (bench/proxy.mjs) and the compiled gateway (bench/gateway.mjs). Checks
+// node:http + undici proxy (bench/proxy.mjs) and the gateway process itself, what `npm start` runs
+// (packages/server/dist/main.js with bench/server-child.mjs preloaded, configured by a file). Checks
 // that the gateway answers correctly, warms every target up, then loads each target with autocannon
 // (in this process) in a few interleaved rounds, and reads the CPU time of the server under test from
 // inside its process (process.cpuUsage() over IPC, before and after each measured run) to report CPU
@@ -19,22 +20,29 @@
 //   BENCH_CONNECTIONS  concurrent connections of the load generator (default 32)
 //   BENCH_SCENARIOS    comma-separated subset of "json,stream,batches" (default json,stream; batches runs
 //                      bench/batches.mjs: a 5,000-request batch on one and three processes, see that file)
-//   BENCH_BASELINE=DIR another checkout of this repository, built: its gateway runs as a fourth target,
-//                      "baseline", and the run prints gateway/baseline (an A/B of two builds)
+//   BENCH_BASELINE=DIR another checkout of this repository, built: its gateway process (DIR/packages/server/dist/
+//                      main.js) runs as a fourth target, "baseline", and the run prints gateway/baseline (an A/B of
+//                      two builds)
 //   BENCH_CPU_PROF=1   run the gateway child with --cpu-prof into bench/.prof (summarise with
 //                      `node bench/profile-top.mjs`); BENCH_CPU_PROF=proxy,gateway profiles both
 //   BENCH_REQUEST_LOG=0 the gateway without its per-request log line (on by default, as in production)
+//   BENCH_GATEWAY_ARGS node options for the gateway child, e.g. "--max-semi-space-size=4" (BENCH_BASELINE_ARGS: the
+//                      baseline's)
+//
+// Memory: every server's resident set size is read inside its process, idle (started and settled for a second, no
+// request yet) and at the end, with its peak over the whole run (getrusage maxrss).
 import autocannon from "autocannon"
 import { fork } from "node:child_process"
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
-import { availableParallelism, cpus, loadavg } from "node:os"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { availableParallelism, cpus, loadavg, tmpdir } from "node:os"
 import { dirname, join, relative, resolve as resolvePath } from "node:path"
-import { fileURLToPath } from "node:url"
+import { fileURLToPath, pathToFileURL } from "node:url"
 import { isDeepStrictEqual } from "node:util"
 import { Agent, request } from "undici"
 import {
   DELTAS,
   EXPECTED_COST,
+  gatewayConfig,
   INPUT_TOKENS,
   MESSAGE,
   OUTPUT_TOKENS,
@@ -81,6 +89,8 @@ const profileFile = (name) => join(PROFILE_DIR, `${name}-${STAMP}.cpuprofile`)
 const profileArgs = (name) =>
   PROFILED.has(name) ? ["--cpu-prof", "--cpu-prof-dir", PROFILE_DIR, "--cpu-prof-name", `${name}-${STAMP}.cpuprofile`] : []
 const BUDGET = 2
+/** Node options for a child, from an environment variable (space-separated). */
+const nodeArgs = (name) => (process.env[name] ?? "").split(" ").filter(Boolean)
 
 for (const s of ALL_SCENARIOS) {
   if (s !== "json" && s !== "stream" && s !== "batches") {
@@ -99,8 +109,10 @@ let shuttingDown = false
 
 const startChild = (name, file, env = {}, execArgv = []) =>
   new Promise((resolve, reject) => {
+    const merged = { ...process.env, ...env }
+    for (const key of Object.keys(merged)) if (merged[key] === undefined) delete merged[key]
     const child = fork(resolvePath(here, file), [], {
-      env: { ...process.env, ...env },
+      env: merged,
       execArgv,
       // Standard output to /dev/null: the gateway logs a line per request, as in production, and its cost counts.
       stdio: ["ignore", "ignore", "inherit", "ipc"]
@@ -147,10 +159,10 @@ const ask = (child, message) =>
 /** CPU time (user + system) the child has used so far, in µs, read inside the child. */
 const cpuOf = async (child) => (await sample(child)).cpu
 
-/** CPU µs so far and V8 heap in use, read inside the child. */
+/** CPU µs so far, V8 heap in use, resident set size and its peak so far, read inside the child. */
 const sample = async (child) => {
-  const { usage, heap } = await ask(child, { type: "cpu" })
-  return { cpu: usage.user + usage.system, heap }
+  const { usage, heap, rss, peakRss } = await ask(child, { type: "cpu" })
+  return { cpu: usage.user + usage.system, heap, rss, peakRss }
 }
 
 const callChild = async (child, name) => (await ask(child, { type: "call", name })).value
@@ -201,7 +213,37 @@ process.on("uncaughtException", fail)
 process.on("unhandledRejection", fail)
 process.on("exit", () => {
   for (const child of children) child.kill("SIGKILL")
+  if (configDir !== undefined) rmSync(configDir, { recursive: true, force: true })
 })
+
+/** Where the gateway processes' configuration file is written (removed at exit). */
+let configDir
+
+/**
+ * A gateway process, as `npm start` runs it: `packages/server/dist/main.js` of this checkout (or of `root`), its
+ * configuration from a file (memory storage, one Anthropic provider at the fake upstream, one model, one key), and
+ * bench/server-child.mjs preloaded to answer the benchmark over IPC. `BENCH_REQUEST_LOG=0`: LOG_LEVEL=warning, which
+ * silences the per-request line.
+ */
+const startGateway = (name, root, upstreamUrl, execArgv) => {
+  configDir ??= mkdtempSync(join(tmpdir(), "model-gateway-bench-"))
+  const config = join(configDir, "gateway.config.json")
+  if (!existsSync(config)) writeFileSync(config, JSON.stringify(gatewayConfig(upstreamUrl), null, 2))
+  // The configuration file alone decides: none of the environment's overrides (PORT, DATABASE_URL, ...) applies.
+  const env = {
+    GATEWAY_CONFIG: config,
+    LOG_FORMAT: "logfmt",
+    LOG_LEVEL: process.env.BENCH_REQUEST_LOG === "0" ? "warning" : "info",
+    PORT: undefined,
+    HOST: undefined,
+    DATABASE_URL: undefined,
+    GATEWAY_API_KEY: undefined
+  }
+  const main = resolvePath(root, "packages/server/dist/main.js")
+  if (!existsSync(main)) throw new Error(`${main} does not exist: build that checkout first (npm run build)`)
+  const preload = ["--import", pathToFileURL(join(here, "server-child.mjs")).href]
+  return startChild(name, main, env, [...execArgv, ...preload])
+}
 
 // ---------------------------------------------------------------------------------------------------
 // correctness checks (before anything is measured)
@@ -509,11 +551,22 @@ const main = async () => {
   const env = { UPSTREAM_URL: upstream.url }
   const [proxy, gateway, ...extra] = await Promise.all([
     startChild("proxy", "proxy.mjs", env, profileArgs("proxy")),
-    startChild("gateway", "gateway.mjs", env, profileArgs("gateway")),
-    ...(BASELINE === undefined ? [] : [startChild("baseline", resolvePath(BASELINE, "bench/gateway.mjs"), env, (process.env.BENCH_BASELINE_ARGS ?? "").split(" ").filter(Boolean))])
+    startGateway("gateway", resolvePath(here, ".."), upstream.url, [
+      ...nodeArgs("BENCH_GATEWAY_ARGS"),
+      ...profileArgs("gateway")
+    ]),
+    ...(BASELINE === undefined
+      ? []
+      : [startGateway("baseline", resolvePath(BASELINE), upstream.url, nodeArgs("BENCH_BASELINE_ARGS"))])
   ])
   const direct = { ...upstream, name: "direct" }
   const gateways = [gateway, ...extra]
+
+  // Idle memory: each server started, no request yet; a second to settle.
+  await new Promise((resolve) => setTimeout(resolve, 1_000))
+  const servers = [direct, proxy, ...gateways]
+  const idle = new Map()
+  for (const target of servers) idle.set(target.name, await sample(target.child))
 
   // Correctness first: a fast wrong answer is not a result.
   for (const target of [direct, proxy, ...gateways]) {
@@ -584,6 +637,16 @@ const main = async () => {
           `but the upstream saw ${r.upstreamRequests}`
       )
     }
+  }
+  console.log("")
+  console.log("memory (resident set size, MB; peak = the process's high-water mark over the whole run):")
+  for (const target of servers) {
+    const end = await sample(target.child)
+    console.log(
+      `  ${target.name.padEnd(8)} idle ${mb(idle.get(target.name).rss).padStart(4)}, after the run ` +
+        `${mb(end.rss).padStart(4)}, peak ${mb(end.peakRss).padStart(4)}` +
+        (target.name === "direct" ? " (the fake upstream: its peak includes serving every target)" : "")
+    )
   }
   const others = rows.map((r) => r.others).filter(Number.isFinite)
   if (others.length > 0) {

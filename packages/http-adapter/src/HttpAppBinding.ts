@@ -2,7 +2,8 @@
  * The `@effect/platform` binding: the gateway as an `HttpApp`, to mount in an Effect HTTP server
  * or router (`HttpRouter.mountApp`). Convenient for Effect users; the node listener is leaner.
  */
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { GatewayError } from "@model-gateway/core"
 import { Effect, Stream } from "effect"
 import type { GatewayResponse, Handler } from "./GatewayHttp.js"

@@ -2,7 +2,9 @@
  * The `model-gateway` command: `serve` (the default), `keys create|list|revoke`, and
  * `batches submit|list|get|cancel|delete`.
  */
-import { Args, Command, Options } from "@effect/cli"
+import * as Args from "@effect/cli/Args"
+import * as Command from "@effect/cli/Command"
+import * as Options from "@effect/cli/Options"
 import { Effect } from "effect"
 import * as BatchesCommand from "./batches/BatchesCommand.js"
 import type * as KeysCommandModule from "./KeysCommand.js"

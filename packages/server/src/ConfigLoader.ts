@@ -3,7 +3,7 @@
  * exists), or the built-in catalogue of the providers whose keys are in the environment; then the environment's
  * overrides (`PORT`, `HOST`, `DATABASE_URL`, `GATEWAY_API_KEY`, `REDIS_URL`). Every problem is a `ConfigError` naming the key.
  */
-import { FileSystem } from "@effect/platform"
+import * as FileSystem from "@effect/platform/FileSystem"
 import type { ConfigError as EffectConfigError } from "effect"
 import { Config, Effect, Option, Redacted } from "effect"
 import * as BuiltinCatalogue from "./BuiltinCatalogue.js"

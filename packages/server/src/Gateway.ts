@@ -30,7 +30,6 @@ import {
   UpstreamRouter
 } from "@model-gateway/provider-adapters"
 import { MemoryQuotaStore, StorageMemory } from "@model-gateway/storage-memory"
-import { RedisQuotaStore, SqlStorage } from "@model-gateway/storage-sql"
 import type { Clock } from "effect"
 import { Effect, Exit, Layer, ManagedRuntime, RuntimeFlags, Scope } from "effect"
 import { createServer, type Server } from "node:http"
@@ -73,11 +72,23 @@ const moderationLayer = (config: GatewayConfig): Layer.Layer<never> | Layer.Laye
     : OpenAiModeration.layer({ baseUrl: m.baseUrl, apiKey: m.apiKey, model: m.model })
 }
 
-/** The storage adapters for a storage URL; a failure to open them is a `StorageError` naming where and why. */
+/**
+ * The storage adapters for a storage URL; a failure to open them is a `StorageError` naming where and why. The SQL
+ * adapters (and their driver) are loaded only when the URL names SQL storage: a gateway on memory storage never loads
+ * `@effect/sql`, and one on SQLite never loads `pg`.
+ */
 export const storageLayer = (url: string): Layer.Layer<Stores.Stores, StorageError> =>
   url === "memory:" || url === "memory"
     ? StorageMemory.layer()
-    : Layer.catchAll(SqlStorage.layerFromUrl(url), (cause) => Layer.fail(StorageError.of(url, cause)))
+    : Layer.catchAll(
+      Layer.unwrapEffect(
+        Effect.map(
+          Effect.tryPromise({ try: () => import("@model-gateway/storage-sql"), catch: (cause) => cause }),
+          (m) => m.SqlStorage.layerFromUrl(url)
+        )
+      ),
+      (cause) => Layer.fail(StorageError.of(url, cause))
+    )
 
 /**
  * The storage, with the limits' counters where the configuration keeps them: the storage's own (memory, or its SQL
@@ -100,7 +111,16 @@ const storesFor = (config: GatewayConfig, url: string): Layer.Layer<Stores.Store
       return Layer.merge(
         stores,
         Layer.catchAll(
-          RedisQuotaStore.layer({ url: redisUrl, prefix: redisPrefix }),
+          // Loaded only when configured, as the SQL storage is (see `storageLayer`).
+          Layer.unwrapEffect(
+            Effect.map(
+              Effect.tryPromise({
+                try: () => import("@model-gateway/storage-sql"),
+                catch: (cause) => new Error(`cannot load the Redis quota store: ${String(cause)}`)
+              }),
+              (m) => m.RedisQuotaStore.layer({ url: redisUrl, prefix: redisPrefix })
+            )
+          ),
           (error) => Layer.fail(new StorageError({ target: "the limits' Redis", reason: error.message }))
         )
       )

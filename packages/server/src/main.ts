@@ -4,8 +4,9 @@
  * SIGINT interrupt the program, which shuts the gateway down gracefully) and the exit code; a start-up failure is one
  * line (which key of the configuration, which port, which database, and why) and exit code 1.
  */
-import { ValidationError } from "@effect/cli"
-import { NodeContext, NodeRuntime } from "@effect/platform-node"
+import * as ValidationError from "@effect/cli/ValidationError"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Console, Effect } from "effect"
 import * as Cli from "./Cli.js"
 import * as Logging from "./Logging.js"

@@ -1,17 +1,19 @@
 /**
- * In-process `UsageLog` adapter: keeps the most recent records (100k by default) in a ring
- * buffer. Recording is a synchronous append, so it never waits on anything.
+ * In-process `UsageLog` adapter: keeps the most recent records (10,000 by default) in a ring
+ * buffer. Recording is a synchronous append, so it never waits on anything. A record takes about
+ * 300 bytes of heap, so the default keeps about 3 MB; a process that needs its usage history
+ * keeps it in SQL storage, which memory storage (lost at exit) never replaces.
  */
 import { UsageLog } from "@model-gateway/core"
 import { RingBuffer } from "@model-gateway/core"
 import { Effect, Layer } from "effect"
 
 export interface MemoryUsageLogOptions {
-  /** How many of the most recent records to keep (default 100,000). */
+  /** How many of the most recent records to keep (default 10,000). */
   readonly capacity?: number | undefined
 }
 
-const defaultCapacity = 100_000
+const defaultCapacity = 10_000
 const defaultLimit = 100
 
 /** Builds an empty in-memory usage log. */

@@ -1,12 +1,11 @@
 /**
  * SQL storage layers: `Keys`, `UsageLog`, `EndpointStats`, `SessionAffinity`, `InternStore` and `BatchStore` on SQLite
  * (a file or `:memory:`) or PostgreSQL, with the migrations applied when the layer is built. The SQL client stays inside
- * the layer.
+ * the layer. Each driver is loaded when a layer of its database is built (`import()`): a process on SQLite never loads
+ * `pg`, one on PostgreSQL never loads `better-sqlite3`.
  */
-import * as PgClient from "@effect/sql-pg/PgClient"
-import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import type { MigrationError } from "@effect/sql/Migrator"
-import type * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { Stores as CoreStores } from "@model-gateway/core"
 import type { ConfigError } from "effect"
@@ -70,6 +69,13 @@ export const layer = (
     SqlQuotaStore.layer
   ).pipe(Layer.provide(Migrations.layer))
 
+/** A database driver, loaded when its storage is built; a driver that cannot load (a missing native module) fails it. */
+const loadDriver = <A>(database: string, load: () => Promise<A>): Effect.Effect<A, SqlStorageError> =>
+  Effect.tryPromise({
+    try: load,
+    catch: (cause) => new SqlStorageError({ message: `Cannot load the ${database} driver`, cause })
+  })
+
 /** Storage in a SQLite database file (or `:memory:`). */
 export const layerSqlite = (options: SqliteOptions): Layer.Layer<Stores, StorageBuildError> => {
   const client = Layer.unwrapEffect(
@@ -78,10 +84,12 @@ export const layerSqlite = (options: SqliteOptions): Layer.Layer<Stores, Storage
         if (isFilePath(options.filename)) {
           mkdirSync(NodePath.dirname(NodePath.resolve(options.filename)), { recursive: true })
         }
-        return SqliteClient.layer({ filename: options.filename })
       },
       catch: (cause) => new SqlStorageError({ message: "Cannot create the directory of the SQLite database", cause })
-    })
+    }).pipe(
+      Effect.zipRight(loadDriver("SQLite", () => import("@effect/sql-sqlite-node/SqliteClient"))),
+      Effect.map((SqliteClient) => SqliteClient.layer({ filename: options.filename }))
+    )
   )
   return layer(options).pipe(Layer.provide(client))
 }
@@ -103,7 +111,12 @@ export const layerPg = (options: PgOptions): Layer.Layer<Stores, StorageBuildErr
   } catch (cause) {
     return Layer.fail(new SqlStorageError({ message: "Invalid PostgreSQL URL", cause }))
   }
-  const client = PgClient.layer({ url: Redacted.make(url), applicationName: "model-gateway" })
+  const client = Layer.unwrapEffect(
+    Effect.map(
+      loadDriver("PostgreSQL", () => import("@effect/sql-pg/PgClient")),
+      (PgClient) => PgClient.layer({ url: Redacted.make(url), applicationName: "model-gateway" })
+    )
+  )
   const stores = layer(options)
   const withSchema = schema === undefined ? stores : stores.pipe(Layer.provide(ensureSchema(schema)))
   return withSchema.pipe(Layer.provide(client))
@@ -118,9 +131,9 @@ const withSearchPath = (raw: string, schema: string): string => {
   return url.toString()
 }
 
-const ensureSchema = (schema: string): Layer.Layer<never, SqlError, PgClient.PgClient> =>
+const ensureSchema = (schema: string): Layer.Layer<never, SqlError, SqlClient.SqlClient> =>
   Layer.effectDiscard(Effect.gen(function*() {
-    const sql = yield* PgClient.PgClient
+    const sql = yield* SqlClient.SqlClient
     yield* sql`CREATE SCHEMA IF NOT EXISTS ${sql(schema)}`.pipe(
       // Another process may create it at the same moment; only fail when it still does not exist.
       Effect.catchAll((error) =>

@@ -1,0 +1,48 @@
+// Preloaded (`node --import bench/server-child.mjs packages/server/dist/main.js`) into the real gateway process, the
+// one `npm start` runs, so that bench/run.mjs measures exactly that process: it speaks the children's IPC protocol of
+// bench/child.mjs from inside it. The process reads its configuration from GATEWAY_CONFIG like any other start.
+//
+//   child -> parent  { type: "ready", url }   once the gateway's HTTP server listens
+//   parent -> child  { type: "cpu", id }      -> { type: "cpu", id, usage, heap, rss, peakRss } (see bench/child.mjs)
+//   parent -> child  { type: "shutdown" }     SIGTERM to itself: the gateway's own graceful shutdown, then exit 0
+import { Server } from "node:net"
+
+if (process.send === undefined) {
+  console.error("[bench/server-child] must be started by bench/run.mjs (needs an IPC channel)")
+  process.exit(2)
+}
+
+// The first server that listens is the gateway's: report its address once it does.
+const listen = Server.prototype.listen
+Server.prototype.listen = function(...args) {
+  Server.prototype.listen = listen
+  this.once("listening", () => {
+    const { address, port, family } = this.address()
+    process.send({ type: "ready", url: `http://${family === "IPv6" ? `[${address}]` : address}:${port}` })
+  })
+  return listen.apply(this, args)
+}
+
+process.on("message", (message) => {
+  switch (message?.type) {
+    case "cpu":
+      process.send({
+        type: "cpu",
+        id: message.id,
+        usage: process.cpuUsage(),
+        heap: process.memoryUsage().heapUsed,
+        rss: process.memoryUsage.rss(),
+        peakRss: process.resourceUsage().maxRSS * 1024
+      })
+      break
+    case "call":
+      process.send({ type: "call", id: message.id, value: undefined })
+      break
+    case "shutdown":
+      process.kill(process.pid, "SIGTERM")
+      break
+  }
+})
+process.on("disconnect", () => process.kill(process.pid, "SIGTERM"))
+// The IPC channel must not keep the process alive once the gateway has stopped.
+process.channel?.unref()
