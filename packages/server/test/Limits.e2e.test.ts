@@ -16,6 +16,7 @@ const GONE_KEY = "mg-test-limits-gone"
 const SPEECHLESS = "mg-test-limits-openai"
 const FAILED_KEY = "mg-test-limits-failed"
 const SPEECH_KEY = "mg-test-limits-speech"
+const CUT_KEY = "mg-test-limits-cut"
 
 let h: Harness
 
@@ -31,7 +32,8 @@ beforeAll(async () => {
       { key: GONE_KEY, workspace: "gone", limits: { requestsPerMinute: 1 } },
       { key: SPEECHLESS, workspace: "openai", limits: { requestsPerMinute: 2 } },
       { key: FAILED_KEY, workspace: "failed", limits: { requestsPerMinute: 1 } },
-      { key: SPEECH_KEY, workspace: "speech", limits: { requestsPerMinute: 1, budget: { usd: 1 } } }
+      { key: SPEECH_KEY, workspace: "speech", limits: { requestsPerMinute: 1, budget: { usd: 1 } } },
+      { key: CUT_KEY, workspace: "cut", limits: { outputTokensPerMinute: 1000 } }
     ],
     models: {
       "acme/tts": {
@@ -193,6 +195,25 @@ describe("release", () => {
     const next = await send(GONE_KEY, {})
     expect(next.status).toBe(200)
     expect(next.headers.get("anthropic-ratelimit-requests-remaining")).toBe("0")
+  })
+
+  it("a stream whose client goes away mid-answer is settled with what it consumed", async () => {
+    h.anthropic.setReply(() => ({ text: Array.from({ length: 200 }, (_, i) => `word${i}`).join(" ") }))
+    h.anthropic.script({ kind: "ok", chunkDelayMs: 50 })
+    const controller = new AbortController()
+    const response = await send(CUT_KEY, { max_tokens: 900, stream: true }, controller.signal)
+    expect(response.headers.get("anthropic-ratelimit-output-tokens-remaining")).toBe("100")
+    const reader = response.body!.getReader()
+    let text = ""
+    while (!text.includes("content_block_delta")) text += new TextDecoder().decode((await reader.read()).value)
+    controller.abort()
+    while (h.anthropic.inFlight() > 0) await new Promise((r) => setTimeout(r, 10))
+    await new Promise((r) => setTimeout(r, 50))
+    // Settled with the few tokens the upstream had counted when it was cut: another 900 fit.
+    const next = await send(CUT_KEY, { max_tokens: 900 })
+    expect(next.status).toBe(200)
+    expect(Number(next.headers.get("anthropic-ratelimit-output-tokens-remaining"))).toBeGreaterThanOrEqual(0)
+    await next.text()
   })
 
   it("a request no upstream could answer gives its reservation back", async () => {
