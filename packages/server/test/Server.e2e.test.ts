@@ -65,7 +65,8 @@ const withServer = async <A>(env: Record<string, string>, cwd: string, f: (url: 
   }
 }
 
-describe("the gateway server process", () => {
+// Each test starts several gateway processes (a few seconds each on a loaded machine): more time than the default.
+describe("the gateway server process", { timeout: 60_000 }, () => {
   it("refuses to start on a bad configuration value, naming the key", async () => {
     const config = goodConfig()
     ;(config.models["anthro/claude"].endpoints[0].pricing as { prompt: unknown }).prompt = 3
