@@ -10,7 +10,7 @@
  * fault is queued on one of the two fake upstreams (429 with Retry-After, 500, 529, a reset before headers, a stream
  * cut or made malformed after content, no first byte before the deadline).
  *
- * Environment: SOAK_MINUTES (default 10), SOAK_CONCURRENCY (default 16), MG_TEST_PG_URL, SOAK_EXTRA_CONFIG (JSON merged
+ * Environment: SOAK_MINUTES (default 10), SOAK_CONCURRENCY (default 16), MG_TEST_PG_URL, MG_TEST_REDIS_URL, SOAK_EXTRA_CONFIG (JSON merged
  * into the gateways' configuration), SOAK_OUT (a file to write the report to; default bench/.soak/report-<time>.md).
  */
 import { type ChildProcess, spawn } from "node:child_process"
@@ -29,6 +29,7 @@ const MAIN = join(here, "../packages/server/dist/main.js")
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 10)
 const CONCURRENCY = Number(process.env.SOAK_CONCURRENCY ?? 16)
 const PG_URL = process.env.MG_TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
+const REDIS_URL = process.env.MG_TEST_REDIS_URL ?? "redis://127.0.0.1:6379"
 const KEY = `mg-soak-${randomUUID()}`
 const SCHEMA = `mg_soak_${randomUUID().replaceAll("-", "").slice(0, 12)}`
 
@@ -67,7 +68,18 @@ const configOf = (anthropic: FakeUpstream, openai: FakeUpstream) => {
         ]
       }
     },
-    keys: [{ key: "${SOAK_KEY}", workspace: "soak", management: true }],
+    // Limits high enough never to refuse the soak's traffic, so that every request goes through the Redis counters.
+    keys: [{
+      key: "${SOAK_KEY}",
+      workspace: "soak",
+      management: true,
+      limits: {
+        requestsPerMinute: 1_000_000,
+        inputTokensPerMinute: 1_000_000_000,
+        budget: { usd: "1000000", period: "day" }
+      }
+    }],
+    limits: { redisUrl: REDIS_URL, redisPrefix: `mg-soak-${SCHEMA}:` },
     ...(process.env.SOAK_EXTRA_CONFIG ? JSON.parse(process.env.SOAK_EXTRA_CONFIG) : {})
   }
 }

@@ -6,6 +6,7 @@
  */
 import { GatewayError } from "@model-gateway/core"
 import type { GatewayResponse } from "./HttpTypes.js"
+import * as QuotaHeaders from "./QuotaHeaders.js"
 
 /** The error body a route answers with. */
 export type Family = "messages" | "generic" | "openai"
@@ -32,21 +33,25 @@ interface Metadata {
 
 const JSON_TYPE = "application/json"
 
-const headersOf = (error: GatewayError.GatewayError, requestId: string): Record<string, string> => {
+const headersOf = (error: GatewayError.GatewayError, requestId: string, family: Family): Record<string, string> => {
   const headers: Record<string, string> = { "content-type": JSON_TYPE, "request-id": requestId }
   if (error._tag === "RateLimited" && error.retryAfterMs !== undefined) {
     headers["retry-after"] = String(Math.max(1, Math.ceil(error.retryAfterMs / 1000)))
   }
   if (error._tag === "PayloadTooLarge") headers.connection = "close"
+  if (error._tag === "RateLimited" || error._tag === "BudgetExceeded") {
+    QuotaHeaders.add(headers, family, error.quota, Date.now())
+  }
   return headers
 }
 
 const OPENAI_CODES: Partial<Record<GatewayError.GatewayError["_tag"], string>> = {
   Unauthenticated: "invalid_api_key",
-  RateLimited: "rate_limit_exceeded"
+  RateLimited: "rate_limit_exceeded",
+  BudgetExceeded: "insufficient_quota"
 }
 
-const problemOf = (error: GatewayError.GatewayError, requestId: string): Problem => {
+const problemOf = (error: GatewayError.GatewayError, requestId: string, family: Family): Problem => {
   const { status, type } = GatewayError.describe(error)
   return {
     status,
@@ -58,7 +63,7 @@ const problemOf = (error: GatewayError.GatewayError, requestId: string): Problem
       ? { pipeline: error.pipeline }
       : undefined,
     metadata: metadataOf(error, status),
-    headers: headersOf(error, requestId)
+    headers: headersOf(error, requestId, family)
   }
 }
 
@@ -77,6 +82,7 @@ const messagesBody = (problem: Problem, requestId: string): GatewayResponse =>
   })
 
 const REASONS: Partial<Record<number, Metadata>> = {
+  402: { reason: "budget_exceeded", retryable: false },
   404: { reason: "not_found", retryable: false },
   500: { reason: "internal_error", retryable: true }
 }
@@ -114,7 +120,13 @@ const OPENAI_TYPES = new Set([
 ])
 
 const openaiType = (problem: Problem): string =>
-  OPENAI_TYPES.has(problem.type) ? problem.type : problem.status >= 500 ? "server_error" : "invalid_request_error"
+  OPENAI_TYPES.has(problem.type)
+    ? problem.type
+    : problem.type === "billing_error"
+    ? "insufficient_quota"
+    : problem.status >= 500
+    ? "server_error"
+    : "invalid_request_error"
 
 const openaiBody = (problem: Problem): GatewayResponse =>
   text(problem.status, problem.headers, {
@@ -134,15 +146,15 @@ const render = (family: Family, problem: Problem, requestId: string): GatewayRes
 
 /** The messages-style error response (spec 7.1). */
 export const messages = (error: GatewayError.GatewayError, requestId: string): GatewayResponse =>
-  messagesBody(problemOf(error, requestId), requestId)
+  messagesBody(problemOf(error, requestId, "messages"), requestId)
 
 /** The generic error response (spec 7.2). */
 export const generic = (error: GatewayError.GatewayError, requestId: string): GatewayResponse =>
-  genericBody(problemOf(error, requestId))
+  genericBody(problemOf(error, requestId, "generic"))
 
 /** OpenAI's error response. */
 export const openai = (error: GatewayError.GatewayError, requestId: string): GatewayResponse =>
-  openaiBody(problemOf(error, requestId))
+  openaiBody(problemOf(error, requestId, "openai"))
 
 /** The error response of a family. */
 export const of = (family: Family): (error: GatewayError.GatewayError, requestId: string) => GatewayResponse => {

@@ -18,7 +18,7 @@ const route = (api: Upstream.OpenAiApi, path: string): RouteTable.Route<OpenAiSe
   handler: (request) =>
     Effect.map(
       Context.get(request.services, OpenAiService.OpenAiService).create(api, contextOf(request), request.body),
-      (outcome) => responseOf(outcome, request.requestId)
+      (outcome) => responseOf(outcome, request.requestId, "openai")
     )
 })
 

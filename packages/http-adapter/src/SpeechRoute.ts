@@ -7,6 +7,7 @@
 import { SpeechService } from "@model-gateway/core"
 import { Context, Effect } from "effect"
 import type { GatewayResponse } from "./HttpTypes.js"
+import * as QuotaHeaders from "./QuotaHeaders.js"
 import * as RequestHeaders from "./RequestHeaders.js"
 import type * as RouteTable from "./RouteTable.js"
 
@@ -31,13 +32,18 @@ const contextOf = (
 
 const responseOf = (outcome: SpeechService.SpeechOutcome, requestId: string): GatewayResponse => ({
   status: 200,
-  headers: {
-    "content-type": outcome.contentType,
-    "cache-control": "no-store",
-    "x-accel-buffering": "no",
-    "request-id": requestId,
-    [GENERATION_ID_HEADER]: outcome.generationId
-  },
+  headers: QuotaHeaders.add(
+    {
+      "content-type": outcome.contentType,
+      "cache-control": "no-store",
+      "x-accel-buffering": "no",
+      "request-id": requestId,
+      [GENERATION_ID_HEADER]: outcome.generationId
+    },
+    "generic",
+    outcome.quota,
+    Date.now()
+  ),
   body: { _tag: "Bytes", open: outcome.open }
 })
 

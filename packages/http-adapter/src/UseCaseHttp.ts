@@ -3,8 +3,10 @@
  * attribution headers, the session id, the body's size), and its outcome as a JSON or an event-stream response.
  */
 import type { MessagesService } from "@model-gateway/core"
+import type { Family } from "./ErrorResponses.js"
 import type { GatewayResponse } from "./HttpTypes.js"
 import { header } from "./HttpTypes.js"
+import * as QuotaHeaders from "./QuotaHeaders.js"
 import * as RequestHeaders from "./RequestHeaders.js"
 import type * as RouteTable from "./RouteTable.js"
 
@@ -35,8 +37,13 @@ export const contextOf = <R>(request: RouteTable.AuthenticatedRequest<R>): Messa
 }
 
 // Literals rather than `{ ...SSE_HEADERS, ...headers }`: a spread object given new keys is slow on V8 11 (Node 20).
-export const responseOf = (outcome: MessagesService.MessagesOutcome, requestId: string): GatewayResponse =>
-  outcome._tag === "Json"
+/** The response of a use case's outcome, with the limits' headers of the route's family when any limit applies. */
+export const responseOf = (
+  outcome: MessagesService.MessagesOutcome,
+  requestId: string,
+  family: Family = "messages"
+): GatewayResponse => {
+  const response: GatewayResponse = outcome._tag === "Json"
     ? {
       status: 200,
       headers: { "content-type": JSON_TYPE, "request-id": requestId },
@@ -52,3 +59,8 @@ export const responseOf = (outcome: MessagesService.MessagesOutcome, requestId: 
       },
       body: { _tag: "Stream", stream: outcome.frames, open: outcome.open }
     }
+  if (outcome.quota !== undefined) {
+    QuotaHeaders.add(response.headers as Record<string, string>, family, outcome.quota, Date.now())
+  }
+  return response
+}

@@ -34,7 +34,27 @@ export const command = (logging: Logging.Logging) => {
     ),
     management: Options.boolean("management").pipe(Options.withDescription("a management key")),
     interns: Options.boolean("interns").pipe(Options.withDescription("a member of the interns programme")),
-    label: Options.text("label").pipe(Options.optional, Options.withDescription("a note to recognise the key by"))
+    label: Options.text("label").pipe(Options.optional, Options.withDescription("a note to recognise the key by")),
+    requestsPerMinute: Options.integer("requests-per-minute").pipe(
+      Options.optional,
+      Options.withDescription("the most requests the key may make in any minute")
+    ),
+    inputTokensPerMinute: Options.integer("input-tokens-per-minute").pipe(
+      Options.optional,
+      Options.withDescription("the most input tokens the key may use in any minute")
+    ),
+    outputTokensPerMinute: Options.integer("output-tokens-per-minute").pipe(
+      Options.optional,
+      Options.withDescription("the most output tokens the key may use in any minute")
+    ),
+    budgetUsd: Options.text("budget-usd").pipe(
+      Options.optional,
+      Options.withDescription("the most the key may spend per budget period, in USD (e.g. 25 or 0.50)")
+    ),
+    budgetPeriod: Options.choice("budget-period", ["day", "week", "month"]).pipe(
+      Options.withDefault("month" as const),
+      Options.withDescription("the budget's period, in UTC (weeks start on Monday)")
+    )
   }, KeysCommand.create).pipe(Command.withDescription("Make a key; it is printed once, only its digest is stored."))
   const list = Command.make("list", { json: Options.boolean("json") }, KeysCommand.list).pipe(
     Command.withDescription("List the keys (ids, workspaces, sources; never a secret).")

@@ -4,7 +4,7 @@
  * is a warning, so an older gateway accepts a newer file.
  */
 import type { Catalogue } from "@model-gateway/core"
-import { Cost } from "@model-gateway/core"
+import { Cost, Limits } from "@model-gateway/core"
 import type { UpstreamRouter } from "@model-gateway/provider-adapters"
 import type { Effect } from "effect"
 import { Data, Either, ParseResult, Predicate, Schema } from "effect"
@@ -140,12 +140,49 @@ const ProviderConfig: Schema.Schema<ProviderType, ProviderEncoded> = Schema.decl
       : encodeHttp(input, options)
 }, { description: "a provider" }) as any
 
+/** USD as a decimal string or a JSON number, at most nano-USD precise. */
+const Usd = Schema.Union(
+  DecimalString,
+  Schema.Number.pipe(Schema.nonNegative(), Schema.finite())
+).pipe(
+  Schema.filter((usd) => Limits.nanoUsdOf(typeof usd === "number" ? usd.toFixed(9) : usd) !== undefined, {
+    message: () => "must be an amount of USD such as 25 or \"0.50\""
+  })
+)
+
+/** The limits of a key or a workspace: per minute, a sliding window; the budget per UTC day, week or month. */
+const LimitsConfig = Schema.Struct({
+  requestsPerMinute: Schema.optional(PositiveInt),
+  inputTokensPerMinute: Schema.optional(PositiveInt),
+  outputTokensPerMinute: Schema.optional(PositiveInt),
+  budget: Schema.optional(Schema.Struct({
+    usd: Usd,
+    period: Schema.optionalWith(Schema.Literal("day", "week", "month"), { default: () => "month" as const })
+  }))
+})
+export type LimitsConfig = typeof LimitsConfig.Type
+
 const KeyConfig = Schema.Struct({
   key: Schema.String,
   workspace: Schema.optionalWith(Schema.String.pipe(Schema.minLength(1)), { default: () => "default" }),
   management: Schema.optionalWith(Schema.Boolean, { default: () => false }),
   interns: Schema.optionalWith(Schema.Boolean, { default: () => false }),
-  label: Schema.optional(Schema.String)
+  label: Schema.optional(Schema.String),
+  limits: Schema.optional(LimitsConfig)
+})
+
+/**
+ * Where the limits' counters are kept: `memory` (this process only), `postgres` (the storage's database, shared by
+ * the processes that use it; on a SQLite storage, its file), `redis` (`redisUrl`, shared). By default: Redis when a URL is given, else the storage's
+ * PostgreSQL, else memory.
+ */
+const LimitsStoreConfig = Schema.Struct({
+  store: Schema.optional(Schema.Literal("memory", "postgres", "redis")),
+  redisUrl: Schema.optional(Schema.String.pipe(
+    Schema.filter((s) => /^rediss?:\/\/\S+$/.test(s), { message: () => "must be a redis:// or rediss:// URL" })
+  )),
+  /** The prefix of the Redis keys (default `mg:`), so that several gateways can share one Redis. */
+  redisPrefix: Schema.optional(Schema.String)
 })
 
 /** An origin as browsers send it (`https://app.example.com`, `http://localhost:3000`: no path), or `*` for any. */
@@ -232,6 +269,12 @@ export const GatewayConfig = Schema.Struct({
   providers: Schema.optionalWith(Schema.Record({ key: Schema.String, value: ProviderConfig }), { default: () => ({}) }),
   models: Schema.optionalWith(Schema.Record({ key: Schema.String, value: ModelConfig }), { default: () => ({}) }),
   keys: Schema.optionalWith(Schema.Array(KeyConfig), { default: () => [] }),
+  /** Per workspace: its limits, shared by all its keys (each key may have its own too). */
+  workspaces: Schema.optionalWith(
+    Schema.Record({ key: Schema.String, value: Schema.Struct({ limits: Schema.optional(LimitsConfig) }) }),
+    { default: () => ({}) }
+  ),
+  limits: Schema.optionalWith(LimitsStoreConfig, { default: () => ({}) }),
   autoRouter: Schema.optionalWith(Schema.Struct({ slug: Schema.String.pipe(Schema.minLength(1)) }), {
     default: () => ({ slug: "auto" })
   }),
@@ -372,6 +415,29 @@ export const parse = (text: string, env: Readonly<Record<string, string | undefi
   }
   return decode(raw, env)
 }
+
+/** Configured limits as core's (USD as nano-USD); undefined when they limit nothing. */
+export const limitsOf = (limits: LimitsConfig | undefined): Limits.Limits | undefined => {
+  if (limits === undefined) return undefined
+  const budget = limits.budget
+  const usd = budget === undefined ? undefined : typeof budget.usd === "number" ? budget.usd.toFixed(9) : budget.usd
+  const core: Limits.Limits = {
+    requestsPerMinute: limits.requestsPerMinute,
+    inputTokensPerMinute: limits.inputTokensPerMinute,
+    outputTokensPerMinute: limits.outputTokensPerMinute,
+    budget: budget === undefined ? undefined : { nanoUsd: Limits.nanoUsdOf(usd!)!, period: budget.period }
+  }
+  return Limits.isUnlimited(core) ? undefined : core
+}
+
+/** Where the limits' counters are kept, for a storage URL: see `LimitsStoreConfig`. */
+export const limitsStoreOf = (config: GatewayConfig, storage: string): "memory" | "postgres" | "redis" =>
+  config.limits.store ??
+    (config.limits.redisUrl !== undefined
+      ? "redis"
+      : /^postgres(ql)?:\/\//.test(storage.trim())
+      ? "postgres"
+      : "memory")
 
 /** The catalogue models the configuration describes. */
 export const catalogueModels = (config: GatewayConfig): Array<Catalogue.Model> =>

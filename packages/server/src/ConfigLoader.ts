@@ -1,7 +1,7 @@
 /**
  * The configuration a process runs with: the file named by `GATEWAY_CONFIG` (else `./gateway.config.json` when it
  * exists), or the built-in catalogue of the providers whose keys are in the environment; then the environment's
- * overrides (`PORT`, `HOST`, `DATABASE_URL`, `GATEWAY_API_KEY`). Every problem is a `ConfigError` naming the key.
+ * overrides (`PORT`, `HOST`, `DATABASE_URL`, `GATEWAY_API_KEY`, `REDIS_URL`). Every problem is a `ConfigError` naming the key.
  */
 import { FileSystem } from "@effect/platform"
 import type { ConfigError as EffectConfigError } from "effect"
@@ -39,7 +39,7 @@ export const readFile = (path: string) =>
     })
   })
 
-/** Applies `PORT`, `HOST`, `DATABASE_URL` and `GATEWAY_API_KEY` over a configuration. */
+/** Applies `PORT`, `HOST`, `DATABASE_URL`, `GATEWAY_API_KEY` and `REDIS_URL` over a configuration. */
 export const withOverrides = (config: GatewayConfig) =>
   Effect.map(fromEnvironment(Environment.overrides), (env): GatewayConfig => {
     const keys = [...config.keys]
@@ -57,6 +57,10 @@ export const withOverrides = (config: GatewayConfig) =>
         host: Option.getOrElse(env.host, () => config.server.host)
       },
       storage: Option.match(env.databaseUrl, { onNone: () => config.storage, onSome: Redacted.value }),
+      limits: Option.match(env.redisUrl, {
+        onNone: () => config.limits,
+        onSome: (url) => ({ ...config.limits, redisUrl: Redacted.value(url) })
+      }),
       keys
     }
   })

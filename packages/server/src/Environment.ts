@@ -20,7 +20,9 @@ export const overrides = Config.all({
   /** A storage URL: `sqlite:PATH`, `sqlite::memory:`, `memory:`, `postgres://user:password@host:5432/db`. */
   databaseUrl: Config.option(Config.redacted("DATABASE_URL")),
   /** A management key added to the configuration's keys. */
-  apiKey: Config.option(Config.redacted("GATEWAY_API_KEY"))
+  apiKey: Config.option(Config.redacted("GATEWAY_API_KEY")),
+  /** The Redis that keeps the limits' counters (`limits.redisUrl`). */
+  redisUrl: Config.option(Config.redacted("REDIS_URL"))
 })
 
 /** The providers' keys that the built-in catalogue uses when there is no configuration file. */

@@ -14,6 +14,7 @@ import {
   MessagesService,
   Moderation,
   OpenAiService,
+  Quotas,
   SpeechService,
   type Stores,
   type Upstream,
@@ -28,14 +29,14 @@ import {
   PdfDocumentParser,
   UpstreamRouter
 } from "@model-gateway/provider-adapters"
-import { StorageMemory } from "@model-gateway/storage-memory"
-import { SqlStorage } from "@model-gateway/storage-sql"
+import { MemoryQuotaStore, StorageMemory } from "@model-gateway/storage-memory"
+import { RedisQuotaStore, SqlStorage } from "@model-gateway/storage-sql"
 import type { Clock } from "effect"
 import { Effect, Exit, Layer, ManagedRuntime, RuntimeFlags, Scope } from "effect"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import type { GatewayConfig } from "./Config.js"
-import { catalogueModels, providerConfigs } from "./Config.js"
+import { catalogueModels, limitsOf, limitsStoreOf, providerConfigs } from "./Config.js"
 import * as LocalInternRuntime from "./interns/LocalInternRuntime.js"
 import * as Logging from "./Logging.js"
 import * as RequestLog from "./RequestLog.js"
@@ -78,8 +79,51 @@ export const storageLayer = (url: string): Layer.Layer<Stores.Stores, StorageErr
     ? StorageMemory.layer()
     : Layer.catchAll(SqlStorage.layerFromUrl(url), (cause) => Layer.fail(StorageError.of(url, cause)))
 
+/**
+ * The storage, with the limits' counters where the configuration keeps them: the storage's own (memory, or its SQL
+ * database), this process's memory beside a SQL storage, or Redis (a failure to reach it stops the start, as the
+ * storage's would).
+ */
+const storesFor = (config: GatewayConfig, url: string): Layer.Layer<Stores.Stores, StorageError> => {
+  const stores = storageLayer(url)
+  const { redisPrefix, redisUrl } = config.limits
+  switch (limitsStoreOf(config, url)) {
+    case "redis":
+      if (redisUrl === undefined) {
+        return Layer.fail(
+          new StorageError({
+            target: "the limits' Redis",
+            reason: "limits.store is redis, and no limits.redisUrl or REDIS_URL is set"
+          })
+        )
+      }
+      return Layer.merge(
+        stores,
+        Layer.catchAll(
+          RedisQuotaStore.layer({ url: redisUrl, prefix: redisPrefix }),
+          (error) => Layer.fail(new StorageError({ target: "the limits' Redis", reason: error.message }))
+        )
+      )
+    case "memory":
+      return url === "memory:" || url === "memory" ? stores : Layer.merge(stores, MemoryQuotaStore.layer)
+    case "postgres":
+      return stores
+  }
+}
+
+/** The workspaces' configured limits. */
+const workspaceLimits = (config: GatewayConfig) => {
+  const workspaces: Record<string, NonNullable<ReturnType<typeof limitsOf>>> = {}
+  for (const [name, workspace] of Object.entries(config.workspaces)) {
+    const limits = limitsOf(workspace.limits)
+    if (limits !== undefined) workspaces[name] = limits
+  }
+  return workspaces
+}
+
 export type GatewayServices =
   | BatchService.Batches
+  | Quotas.Quotas
   | MessagesService.MessagesService
   | OpenAiService.OpenAiService
   | SpeechService.SpeechService
@@ -139,11 +183,12 @@ export const layer = (
 ): Layer.Layer<GatewayServices, StorageError> => {
   const snapshot = Catalogue.makeSnapshot(catalogueModels(config))
   const logging = options.logging ?? Logging.make("logfmt")
-  const stores = storageLayer(options.storage ?? config.storage)
+  const stores = storesFor(config, options.storage ?? config.storage)
   const ports = Layer.mergeAll(
     Layer.succeed(Catalogue.Catalogue, Catalogue.fromSnapshot(snapshot)),
     UpstreamRouter.layer({ ...providerConfigs(config), ...options.upstreams }),
-    options.requestLog === false ? stores : Layer.merge(stores, Layer.provide(RequestLog.layer(logging), stores))
+    options.requestLog === false ? stores : Layer.merge(stores, Layer.provide(RequestLog.layer(logging), stores)),
+    Layer.provide(Quotas.layer({ workspaces: workspaceLimits(config) }), stores)
   )
   const plugins = Layer.mergeAll(
     LocalTokenCounter.layer,
@@ -180,7 +225,8 @@ export const syncConfigKeys = (config: GatewayConfig) =>
         workspace: k.workspace,
         management: k.management,
         interns: k.interns,
-        label: k.label
+        label: k.label,
+        limits: limitsOf(k.limits)
       }))
     ))
 

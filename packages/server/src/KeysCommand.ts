@@ -4,7 +4,7 @@
  * (source `config`), but they are managed by the configuration: the next start re-syncs them.
  */
 import type { FileSystem } from "@effect/platform"
-import { Keys } from "@model-gateway/core"
+import { Keys, Limits } from "@model-gateway/core"
 import { ApiKeys } from "@model-gateway/http-adapter"
 import { Console, Effect, Layer, Option } from "effect"
 import type { ConfigError } from "./Config.js"
@@ -26,29 +26,80 @@ export interface CreateOptions {
   readonly management: boolean
   readonly interns: boolean
   readonly label: Option.Option<string>
+  readonly requestsPerMinute?: Option.Option<number> | undefined
+  readonly inputTokensPerMinute?: Option.Option<number> | undefined
+  readonly outputTokensPerMinute?: Option.Option<number> | undefined
+  readonly budgetUsd?: Option.Option<string> | undefined
+  readonly budgetPeriod?: Limits.BudgetPeriod | undefined
+}
+
+/** A flag's value was not usable (a limit that is not a positive whole number, a budget that is not an amount). */
+export class BadOption extends Error {
+  override readonly name = "BadOption"
+}
+
+/** The limits the options give, checked; undefined when they limit nothing. */
+export const limitsOf = (options: CreateOptions): Limits.Limits | undefined => {
+  const count = (flag: string, value: Option.Option<number> | undefined): number | undefined => {
+    const n = value === undefined ? undefined : Option.getOrUndefined(value)
+    if (n !== undefined && !(Number.isSafeInteger(n) && n > 0)) {
+      throw new BadOption(`--${flag} must be a whole number above 0 (got ${n})`)
+    }
+    return n
+  }
+  const usd = options.budgetUsd === undefined ? undefined : Option.getOrUndefined(options.budgetUsd)
+  const nanoUsd = usd === undefined ? undefined : Limits.nanoUsdOf(usd)
+  if (usd !== undefined && nanoUsd === undefined) {
+    throw new BadOption(`--budget-usd must be an amount of USD such as 25 or 0.50 (got ${usd})`)
+  }
+  const limits: Limits.Limits = {
+    requestsPerMinute: count("requests-per-minute", options.requestsPerMinute),
+    inputTokensPerMinute: count("input-tokens-per-minute", options.inputTokensPerMinute),
+    outputTokensPerMinute: count("output-tokens-per-minute", options.outputTokensPerMinute),
+    budget: nanoUsd === undefined ? undefined : { nanoUsd, period: options.budgetPeriod ?? "month" }
+  }
+  return Limits.isUnlimited(limits) ? undefined : limits
+}
+
+/** Limits in a few words: `60 req/min, 40000 out/min, $25/day`. */
+export const describeLimits = (limits: Limits.Limits | undefined): string => {
+  if (limits === undefined) return ""
+  const parts: Array<string> = []
+  if (limits.requestsPerMinute !== undefined) parts.push(`${limits.requestsPerMinute} req/min`)
+  if (limits.inputTokensPerMinute !== undefined) parts.push(`${limits.inputTokensPerMinute} in/min`)
+  if (limits.outputTokensPerMinute !== undefined) parts.push(`${limits.outputTokensPerMinute} out/min`)
+  if (limits.budget !== undefined) parts.push(`$${Limits.usdOf(limits.budget.nanoUsd)}/${limits.budget.period}`)
+  return parts.join(", ")
 }
 
 /** Makes a key and prints it once. */
 export const create = (options: CreateOptions) =>
-  withKeys((keys) => {
-    const secret = ApiKeys.generate()
-    return Effect.flatMap(
-      keys.provision({
-        digest: ApiKeys.digest(secret),
-        workspace: options.workspace,
-        management: options.management,
-        interns: options.interns,
-        label: Option.getOrUndefined(options.label),
-        source: "cli"
-      }),
-      (principal) =>
-        Console.log(
-          `created key ${principal.keyId} in workspace ${principal.workspace}${
-            principal.management ? " (management)" : ""
-          }; it is shown only now:\n${secret}`
+  Effect.flatMap(
+    Effect.try({ try: () => limitsOf(options), catch: (e) => e as BadOption }),
+    (limits) =>
+      withKeys((keys) => {
+        const secret = ApiKeys.generate()
+        return Effect.flatMap(
+          keys.provision({
+            digest: ApiKeys.digest(secret),
+            workspace: options.workspace,
+            management: options.management,
+            interns: options.interns,
+            label: Option.getOrUndefined(options.label),
+            limits,
+            source: "cli"
+          }),
+          (principal) =>
+            Console.log(
+              `created key ${principal.keyId} in workspace ${principal.workspace}${
+                principal.management ? " (management)" : ""
+              }${
+                limits === undefined ? "" : `, limited to ${describeLimits(limits)}`
+              }; it is shown only now:\n${secret}`
+            )
         )
-    )
-  })
+      })
+  )
 
 const pad = (rows: ReadonlyArray<ReadonlyArray<string>>) => {
   const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => row[i].length)))
@@ -62,7 +113,7 @@ export const list = (options: { readonly json: boolean }) =>
       if (options.json) return Console.log(JSON.stringify(all, null, 2))
       if (all.length === 0) return Console.log("no keys")
       return Console.log(pad([
-        ["ID", "WORKSPACE", "MANAGEMENT", "INTERNS", "SOURCE", "CREATED", "LABEL"],
+        ["ID", "WORKSPACE", "MANAGEMENT", "INTERNS", "SOURCE", "CREATED", "LABEL", "LIMITS"],
         ...all.map((k) => [
           k.keyId,
           k.workspace,
@@ -70,7 +121,8 @@ export const list = (options: { readonly json: boolean }) =>
           k.interns ? "yes" : "no",
           k.source,
           new Date(k.createdAt).toISOString(),
-          k.label ?? ""
+          k.label ?? "",
+          describeLimits(k.limits)
         ])
       ]))
     })

@@ -33,6 +33,12 @@ export const startHarness = async (
     storage?: string
     server?: Record<string, unknown>
     batches?: Record<string, unknown>
+    /** Keys besides the two every harness has. */
+    keys?: ReadonlyArray<Record<string, unknown>>
+    /** Models besides the harness's. */
+    models?: Record<string, unknown>
+    /** Top-level configuration keys besides those the harness sets (`workspaces`, `limits`, ...). */
+    config?: Record<string, unknown>
   } = {}
 ): Promise<Harness> => {
   const anthropic = await startFakeAnthropic()
@@ -72,13 +78,16 @@ export const startHarness = async (
           inputModalities: ["text", "image"]
         }]
       },
-      "dead/model": { endpoints: [{ provider: "dead", upstreamModel: "nothing", pricing }] }
+      "dead/model": { endpoints: [{ provider: "dead", upstreamModel: "nothing", pricing }] },
+      ...overrides.models
     },
     keys: [
       { key: KEY, workspace: "default", management: true, interns: true },
-      { key: TEAM_KEY, workspace: "team-b" }
+      { key: TEAM_KEY, workspace: "team-b" },
+      ...(overrides.keys ?? [])
     ],
-    ...(overrides.batches === undefined ? {} : { batches: overrides.batches })
+    ...(overrides.batches === undefined ? {} : { batches: overrides.batches }),
+    ...overrides.config
   })
   const clock = new OffsetClock()
   const gateway = await startServer(config, { host: "127.0.0.1", port: 0, clock, requestLog: false })

@@ -2,7 +2,7 @@
  * In-process `Keys` adapter: a Map from key digest to stored key, for tests, examples and single-process
  * embedding. Only digests are kept (see the port).
  */
-import { Keys } from "@model-gateway/core"
+import { Keys, Limits } from "@model-gateway/core"
 import { Clock, Effect, Layer, Option } from "effect"
 
 export interface MemoryKeysOptions {
@@ -22,7 +22,8 @@ const principalOf = (key: Keys.ProvisionKey): Keys.Principal => ({
   workspace: key.workspace,
   management: key.management,
   interns: key.interns,
-  ...(key.label !== undefined ? { label: key.label } : {})
+  ...(key.label !== undefined ? { label: key.label } : {}),
+  ...(key.limits !== undefined && !Limits.isUnlimited(key.limits) ? { limits: key.limits } : {})
 })
 
 /** Builds an empty in-memory key store. */

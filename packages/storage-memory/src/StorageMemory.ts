@@ -1,6 +1,6 @@
 /**
  * Every in-memory store in one layer: `Keys`, `UsageLog`, `EndpointStats`, `SessionAffinity`, `InternStore` and
- * `BatchStore`.
+ * `BatchStore` and `QuotaStore`.
  */
 import type { Stores } from "@model-gateway/core"
 import { Layer } from "effect"
@@ -8,6 +8,7 @@ import * as MemoryBatchStore from "./MemoryBatchStore.js"
 import * as MemoryEndpointStats from "./MemoryEndpointStats.js"
 import * as MemoryInternStore from "./MemoryInternStore.js"
 import * as MemoryKeys from "./MemoryKeys.js"
+import * as MemoryQuotaStore from "./MemoryQuotaStore.js"
 import * as MemorySessionAffinity from "./MemorySessionAffinity.js"
 import * as MemoryUsageLog from "./MemoryUsageLog.js"
 
@@ -19,7 +20,7 @@ export interface StorageMemoryOptions
     MemorySessionAffinity.MemorySessionAffinityOptions
 {}
 
-/** In-memory `Keys`, `UsageLog`, `EndpointStats`, `SessionAffinity`, `InternStore` and `BatchStore`. */
+/** In-memory `Keys`, `UsageLog`, `EndpointStats`, `SessionAffinity`, `InternStore`, `BatchStore` and `QuotaStore`. */
 export const layer = (
   options: StorageMemoryOptions = {}
 ): Layer.Layer<Stores.Stores> =>
@@ -29,5 +30,6 @@ export const layer = (
     MemoryEndpointStats.layer(options),
     MemorySessionAffinity.layer(options),
     MemoryInternStore.layer,
-    MemoryBatchStore.layer
+    MemoryBatchStore.layer,
+    MemoryQuotaStore.layer
   )

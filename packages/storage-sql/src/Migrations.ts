@@ -262,6 +262,20 @@ const createBatches = Effect.gen(function*() {
   yield* sql`CREATE INDEX mg_batch_items_owner ON mg_batch_items (lease_owner, state)`
 })
 
+/**
+ * The limits: each key's own (JSON, null when unlimited), and the shared counters of each limited scope (a key or a
+ * workspace: its sliding windows and budget spending, as JSON; see `SqlQuotaStore`).
+ */
+const limits = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE mg_api_keys ADD COLUMN limits TEXT`
+  yield* sql`CREATE TABLE mg_quota_counters (
+    scope TEXT PRIMARY KEY NOT NULL,
+    state TEXT NOT NULL,
+    updated_at BIGINT NOT NULL
+  )`
+})
+
 /** Every migration, by `<id>_<name>`. Append new ones; never edit an applied one. */
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "1_create_api_keys": createApiKeys,
@@ -271,7 +285,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "5_key_sources_and_usage_routes": keySourcesAndUsageRoutes,
   "6_create_interns": createInterns,
   "7_usage_metadata": usageMetadata,
-  "8_create_batches": createBatches
+  "8_create_batches": createBatches,
+  "9_limits": limits
 }
 
 const migrator = Migrator.make({})

@@ -5,7 +5,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlSchema from "@effect/sql/SqlSchema"
-import { Keys } from "@model-gateway/core"
+import { Keys, Limits } from "@model-gateway/core"
 import { Clock, Duration, Effect, Layer, Option, Schema } from "effect"
 import { Flag, Num, Text } from "./internal/Columns.js"
 
@@ -24,6 +24,7 @@ const KeyRow = Schema.Struct({
   interns: Flag,
   label: Text,
   source: Schema.Literal("config", "cli"),
+  limits: Schema.optionalWith(Text, { default: () => null }),
   created_at: Num
 })
 type KeyRow = typeof KeyRow.Type
@@ -34,13 +35,26 @@ interface CacheEntry {
   readonly expiresAt: number
 }
 
-const principalOf = (row: KeyRow): Keys.Principal => ({
-  keyId: row.key_id,
-  workspace: row.workspace,
-  management: row.management,
-  interns: row.interns,
-  ...(row.label !== null ? { label: row.label } : {})
-})
+const limitsOf = (text: string | null): Limits.Limits | undefined => {
+  if (text === null) return undefined
+  try {
+    return Limits.fromJson(JSON.parse(text))
+  } catch {
+    return undefined
+  }
+}
+
+const principalOf = (row: KeyRow): Keys.Principal => {
+  const limits = limitsOf(row.limits)
+  return {
+    keyId: row.key_id,
+    workspace: row.workspace,
+    management: row.management,
+    interns: row.interns,
+    ...(row.label !== null ? { label: row.label } : {}),
+    ...(limits !== undefined ? { limits } : {})
+  }
+}
 
 const storedOf = (row: KeyRow): Keys.StoredKey => ({
   ...principalOf(row),
@@ -110,6 +124,7 @@ export const make = (options: SqlKeysOptions = {}): Effect.Effect<Keys.KeysServi
         interns: key.interns ? 1 : 0,
         label: key.label ?? null,
         source: key.source,
+        limits: Limits.toJson(key.limits),
         created_at: now
       }
       return sql`INSERT INTO mg_api_keys ${sql.insert(row)}
@@ -118,7 +133,8 @@ export const make = (options: SqlKeysOptions = {}): Effect.Effect<Keys.KeysServi
           management = excluded.management,
           interns = excluded.interns,
           label = excluded.label,
-          source = excluded.source`.pipe(
+          source = excluded.source,
+          limits = excluded.limits`.pipe(
         Effect.zipRight(Effect.sync(() => cache.delete(key.digest)))
       )
     }
@@ -134,6 +150,7 @@ export const make = (options: SqlKeysOptions = {}): Effect.Effect<Keys.KeysServi
           interns: key.interns,
           label: key.label ?? null,
           source: key.source,
+          limits: Limits.toJson(key.limits),
           created_at: 0
         })),
         Effect.orDie

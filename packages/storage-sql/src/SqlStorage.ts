@@ -18,6 +18,7 @@ import * as SqlBatchStore from "./SqlBatchStore.js"
 import * as SqlEndpointStats from "./SqlEndpointStats.js"
 import * as SqlInternStore from "./SqlInternStore.js"
 import * as SqlKeys from "./SqlKeys.js"
+import * as SqlQuotaStore from "./SqlQuotaStore.js"
 import * as SqlSessionAffinity from "./SqlSessionAffinity.js"
 import * as SqlUsageLog from "./SqlUsageLog.js"
 
@@ -53,8 +54,8 @@ export interface PgOptions extends StoreOptions {
 }
 
 /**
- * `Keys`, `UsageLog`, `EndpointStats`, `SessionAffinity`, `InternStore` and `BatchStore` over the `SqlClient` in
- * context, after running the migrations.
+ * `Keys`, `UsageLog`, `EndpointStats`, `SessionAffinity`, `InternStore`, `BatchStore` and `QuotaStore` over the
+ * `SqlClient` in context, after running the migrations.
  */
 export const layer = (
   options: StoreOptions = {}
@@ -65,7 +66,8 @@ export const layer = (
     SqlEndpointStats.layer(options),
     SqlSessionAffinity.layer(options),
     SqlInternStore.layer,
-    SqlBatchStore.layer
+    SqlBatchStore.layer,
+    SqlQuotaStore.layer
   ).pipe(Layer.provide(Migrations.layer))
 
 /** Storage in a SQLite database file (or `:memory:`). */

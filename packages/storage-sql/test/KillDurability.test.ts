@@ -1,13 +1,13 @@
 /**
  * Stored data survives `kill -9` during writes, on SQLite and PostgreSQL: a writer process stores keys (and revokes
- * some) and usage records as fast as it can and is killed at an arbitrary moment, three times over the same database;
+ * some), usage records and batches (created, started, their results recorded) as fast as it can and is killed at an arbitrary moment, three times over the same database;
  * each time the database is reopened (migrations included) and every write the store had acknowledged is there,
  * intact, nothing is duplicated, whatever was written but not acknowledged is either whole or absent, and the store
  * takes new writes. SQLite's own integrity check passes.
  */
 import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { Keys, UsageLog } from "@model-gateway/core"
+import { BatchStore, Keys, UsageLog } from "@model-gateway/core"
 import { Effect, Layer, Option } from "effect"
 import { spawn } from "node:child_process"
 import { randomUUID } from "node:crypto"
@@ -18,7 +18,7 @@ import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import { dropSchema, pgUp, pgUrl, skipPostgres } from "../../core/test/contract/Postgres.js"
 import { SqlStorage } from "../src/index.js"
-import { keyOf, recordOf, revoked } from "./fixtures/durability.mjs"
+import { BATCH_ITEMS, BATCH_WORKSPACE, batchOf, itemsOf, keyOf, recordOf, revoked } from "./fixtures/durability.mjs"
 
 const WRITER = fileURLToPath(new URL("./fixtures/writer.mjs", import.meta.url))
 const BUILT = fileURLToPath(new URL("../dist/index.js", import.meta.url))
@@ -37,13 +37,25 @@ interface Acknowledged {
   readonly revoked: Set<number>
   /** Every usage record up to this index (from the round's first) was acknowledged. */
   usageUpTo: number
+  /** Batches stored, and batches whose every request's result was recorded. */
+  readonly batches: Set<number>
+  readonly recorded: Set<number>
+  /** The last batch index the writer could have started. */
+  lastBatch: number
 }
 
 /** Runs the writer from index `first` until it has acknowledged enough, then kills it with SIGKILL mid-write. */
 const killedMidWrite = (args: ReadonlyArray<string>, first: number): Promise<Acknowledged> =>
   new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [WRITER, ...args, String(first)], { stdio: ["ignore", "pipe", "pipe"] })
-    const acked: Acknowledged = { keys: new Set(), revoked: new Set(), usageUpTo: first - 1 }
+    const acked: Acknowledged = {
+      keys: new Set(),
+      revoked: new Set(),
+      usageUpTo: first - 1,
+      batches: new Set(),
+      recorded: new Set(),
+      lastBatch: first
+    }
     let pending = ""
     let errors = ""
     let killAt: NodeJS.Timeout | undefined
@@ -58,9 +70,13 @@ const killedMidWrite = (args: ReadonlyArray<string>, first: number): Promise<Ack
         if (what === "key") acked.keys.add(Number(n))
         else if (what === "revoked") acked.revoked.add(Number(n))
         else if (what === "usage") acked.usageUpTo = Number(n)
+        else if (what === "batch") {
+          acked.batches.add(Number(n))
+          acked.lastBatch = Math.max(acked.lastBatch, Number(n) + 1)
+        } else if (what === "recorded") acked.recorded.add(Number(n))
       }
       // Once it is well under way, kill it at a moment of its choosing: whatever it is writing then.
-      if (killAt === undefined && acked.keys.size >= 40 && acked.usageUpTo - first >= 400) {
+      if (killAt === undefined && acked.keys.size >= 40 && acked.usageUpTo - first >= 400 && acked.recorded.size >= 5) {
         killAt = setTimeout(() => child.kill("SIGKILL"), Math.floor(Math.random() * 25))
       }
     })
@@ -74,7 +90,7 @@ const killedMidWrite = (args: ReadonlyArray<string>, first: number): Promise<Ack
 
 /** Reopens the store and checks one round's writes; then checks that it takes new ones. */
 const verify = (
-  layer: Layer.Layer<Keys.Keys | UsageLog.UsageLog, unknown>,
+  layer: Layer.Layer<Keys.Keys | UsageLog.UsageLog | BatchStore.BatchStore, unknown>,
   first: number,
   acked: Acknowledged
 ) =>
@@ -109,6 +125,25 @@ const verify = (
     for (const record of stored) {
       expect(record, "a stored record is whole").toEqual(recordOf(Number(record.requestId.slice(15))))
     }
+    // Batches: every acknowledged one whole, every recorded one with all its results; any batch that is there at all
+    // has counts and usage that agree with the results it holds (a result and its count are one write).
+    const batches = yield* BatchStore.BatchStore
+    for (let i = first; i <= acked.lastBatch; i++) {
+      const id = batchOf(i, 0).id
+      const batch = yield* batches.get(BATCH_WORKSPACE, id)
+      if (Option.isNone(batch)) {
+        expect(acked.batches.has(i), `acknowledged batch ${i}`).toBe(false)
+        continue
+      }
+      const items = yield* batches.results(id, -1, 1000)
+      expect(items.map((item) => item.customId), `batch ${i}'s requests`).toEqual(
+        itemsOf(i).map((item) => item.customId)
+      )
+      const done = items.filter((item) => item.result !== null).length
+      expect(batch.value.counts, `batch ${i}'s counts`).toEqual({ total: BATCH_ITEMS, completed: done, failed: 0 })
+      expect(batch.value.usage.promptTokens, `batch ${i}'s usage`).toBe(10 * done)
+      if (acked.recorded.has(i)) expect(done, `recorded batch ${i}`).toBe(BATCH_ITEMS)
+    }
     // And it takes new writes.
     const fresh = first + 999_999
     yield* keys.provision({ ...keyOf(fresh), source: "cli" })
@@ -122,7 +157,7 @@ const ROUNDS = 3
 
 describe("kill -9 during writes", () => {
   it(
-    "SQLite: every acknowledged key and usage record survives, whole, and the file passes its integrity check",
+    "SQLite: every acknowledged key, usage record and batch survives, whole, and the file passes its integrity check",
     async () => {
       if (!existsSync(BUILT)) throw new Error(`${BUILT} is missing: run \`npm run build\` (npm test does) first`)
       const file = join(dir, "gateway.db")
@@ -143,7 +178,7 @@ describe("kill -9 during writes", () => {
     120_000
   )
 
-  it.skipIf(skipPg)("PostgreSQL: every acknowledged key and usage record survives, whole", async () => {
+  it.skipIf(skipPg)("PostgreSQL: every acknowledged key, usage record and batch survives, whole", async () => {
     if (!existsSync(BUILT)) throw new Error(`${BUILT} is missing: run \`npm run build\` (npm test does) first`)
     for (let round = 0; round < ROUNDS; round++) {
       const first = round * 1_000_000

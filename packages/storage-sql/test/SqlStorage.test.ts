@@ -297,6 +297,7 @@ describe.skipIf(skipPg)("PostgreSQL", () => {
         "mg_intern_turns",
         "mg_interns",
         "mg_migrations",
+        "mg_quota_counters",
         "mg_session_affinity",
         "mg_usage"
       ])

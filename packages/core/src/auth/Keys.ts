@@ -6,6 +6,7 @@
  */
 import type { Effect, Option } from "effect"
 import { Context } from "effect"
+import type { Limits } from "../limits/Limits.js"
 
 /** Who is calling: the workspace the key belongs to and what it may do. */
 export interface Principal {
@@ -16,6 +17,8 @@ export interface Principal {
   /** Member of the interns programme. */
   readonly interns: boolean
   readonly label?: string | undefined
+  /** The key's own limits (requests and tokens per minute, a budget); none when unlimited. */
+  readonly limits?: Limits | undefined
 }
 
 /** Where a key came from: the configuration (synced at start-up) or the key command (kept until revoked). */
@@ -28,6 +31,7 @@ export interface ProvisionKey {
   readonly management: boolean
   readonly interns: boolean
   readonly label?: string | undefined
+  readonly limits?: Limits | undefined
   readonly source: KeySource
 }
 

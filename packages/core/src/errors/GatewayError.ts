@@ -35,12 +35,33 @@ export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", fields)
 /** 413: the request body is larger than the configured limit. */
 export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", fields) {}
 
+const Remaining = Schema.Struct({ limit: Schema.Number, remaining: Schema.Number, resetsAt: Schema.Number })
+
+/**
+ * What is left of the gateway's own limits of a key or workspace (see `limits/Quotas`), told in response headers: per
+ * limit, its size, what remains and when it is whole again (epoch ms); the budget in nano-USD.
+ */
+export const QuotaStatus = Schema.Struct({
+  requests: Schema.optional(Remaining),
+  inputTokens: Schema.optional(Remaining),
+  outputTokens: Schema.optional(Remaining),
+  budget: Schema.optional(Remaining)
+})
+
 /** 429: rate limited (by the gateway or by every upstream that was tried). */
 export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
   ...fields,
   retryAfterMs: Schema.optional(Schema.Number),
   /** Which limit, for the generic body's `metadata.reason` (always retryable). */
-  reason: Schema.optional(Schema.String)
+  reason: Schema.optional(Schema.String),
+  /** The gateway's limits, when one of them refused. */
+  quota: Schema.optional(QuotaStatus)
+}) {}
+
+/** 402: the key's or the workspace's spending budget cannot pay for the request (`billing_error`). */
+export class BudgetExceeded extends Schema.TaggedError<BudgetExceeded>()("BudgetExceeded", {
+  ...fields,
+  quota: Schema.optional(QuotaStatus)
 }) {}
 
 /** 529: the provider that answered last was overloaded. */
@@ -84,6 +105,7 @@ export type GatewayError =
   | NotFound
   | PayloadTooLarge
   | RateLimited
+  | BudgetExceeded
   | Overloaded
   | Unavailable
   | UpstreamTimeout
@@ -107,6 +129,8 @@ export const describe = (error: GatewayError): { readonly status: number; readon
       return { status: 413, type: "invalid_request_error" }
     case "RateLimited":
       return { status: 429, type: "rate_limit_error" }
+    case "BudgetExceeded":
+      return { status: 402, type: "billing_error" }
     case "Overloaded":
       return { status: 529, type: "overloaded_error" }
     case "Unavailable":

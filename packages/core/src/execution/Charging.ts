@@ -6,6 +6,7 @@ import type { Clock } from "effect"
 import { Effect } from "effect"
 import type { Pricing } from "../catalogue/Catalogue.js"
 import * as GatewayError from "../errors/GatewayError.js"
+import type { Admission } from "../limits/Quotas.js"
 import type { RequestContext } from "../messages/RequestContext.js"
 import * as Cost from "../pricing/Cost.js"
 import type { Attempt } from "../routing/RoutePlanner.js"
@@ -65,6 +66,8 @@ export interface Requested {
   readonly recordUsage: boolean
   /** Custom metadata for the usage record (`GatewayFields.customTrace`). */
   readonly metadata?: Readonly<Record<string, unknown>> | undefined
+  /** The request's reservation against its limits, settled (or released) when its usage is recorded. */
+  readonly admission?: Admission | undefined
 }
 
 /** How the request ended. */
@@ -84,9 +87,24 @@ const MODEL_ID_MAX = 256
 
 const requestedModel = (id: string | null): string | null => id !== null && id.length <= MODEL_ID_MAX ? id : null
 
-/** Writes the request's one usage record (none for a fusion analysis). */
+/**
+ * Writes the request's one usage record (none for a fusion analysis), and settles its reservation with the same
+ * usage: released when nothing answered and nothing was spent before (fusion analyses are).
+ */
 export const record = (usageLog: UsageLogService, requested: Requested, ending: Ending): Effect.Effect<void> => {
   if (!requested.recordUsage) return Effect.void
+  const { admission } = requested
+  const written = write(usageLog, requested, ending)
+  if (admission === undefined) return written
+  return Effect.zipRight(
+    written,
+    ending.attempt === undefined && requested.extra === undefined
+      ? admission.release
+      : admission.settle(ending.charge.usage, ending.charge.cost)
+  )
+}
+
+const write = (usageLog: UsageLogService, requested: Requested, ending: Ending): Effect.Effect<void> => {
   const { context } = requested
   const { attempt, charge } = ending
   return usageLog.record({

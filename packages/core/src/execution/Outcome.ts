@@ -4,6 +4,7 @@
  */
 import type { Chunk, Scope } from "effect"
 import { Channel, Effect, Stream } from "effect"
+import type { QuotaStatus } from "../limits/Quotas.js"
 import type { JsonObject } from "../messages/Wire.js"
 import type { Charge } from "./Charging.js"
 
@@ -20,9 +21,12 @@ export type Outcome =
     readonly body: JsonObject
     /** What the answer was billed, exactly (the body's `usage.cost` is a JSON number). */
     readonly charge?: Charge | undefined
+    /** What is left of the request's limits, when any applies (told in response headers). */
+    readonly quota?: QuotaStatus | undefined
   }
   | {
     readonly _tag: "Stream"
+    readonly quota?: QuotaStatus | undefined
     /**
      * Opens the frames in the caller's scope. Closing the scope releases the upstream request (aborting it if it is
      * still running) and records the usage. The fastest way to write them: a loop of pulls.

@@ -4,9 +4,11 @@
  */
 import { Effect } from "effect"
 import type * as GatewayError from "../errors/GatewayError.js"
+import * as Admission from "../execution/Admission.js"
 import * as Attempts from "../execution/Attempts.js"
 import * as Routing from "../execution/Routing.js"
 import * as StreamCommit from "../execution/StreamCommit.js"
+import * as Quotas from "../limits/Quotas.js"
 import * as RoutePlanner from "../routing/RoutePlanner.js"
 import * as MessagesDialect from "./MessagesDialect.js"
 import type { MessagesPorts } from "./MessagesPorts.js"
@@ -23,6 +25,9 @@ export const execute = (ports: MessagesPorts, run: Run): Effect.Effect<Execution
   const parser = plugins["file-parser"] === undefined ? undefined : ports.parser
   const compression = plugins["context-compression"] !== undefined
   const needs = UpstreamBody.requirements(request, body)
+  const estimatedPromptTokens = compression
+    ? undefined
+    : UpstreamBody.estimatePromptTokens(body, context.bodyBytes, snapshot.models.get(run.modelId))
   const routed = Routing.plan(ports, {
     request: {
       model: run.modelId,
@@ -36,9 +41,7 @@ export const execute = (ports: MessagesPorts, run: Run): Effect.Effect<Execution
         maxTokens: needs.maxTokens,
         documents: needs.documents && parser === undefined,
         parameters: RoutePlanner.usedParameters(body),
-        estimatedPromptTokens: compression
-          ? undefined
-          : UpstreamBody.estimatePromptTokens(body, context.bodyBytes, snapshot.models.get(run.modelId))
+        estimatedPromptTokens
       }
     },
     workspace: context.principal.workspace,
@@ -58,13 +61,27 @@ export const execute = (ports: MessagesPorts, run: Run): Effect.Effect<Execution
         { parser, compression },
         run.steps
       )
-      const planned = {
+      return Admission.admitted(
+        ports.quotas,
+        ports.usageLog,
         run,
-        attempts: route.attempts,
-        affinityKey: route.affinityKey,
-        dialect: MessagesDialect.make(ports, run, calls)
-      }
-      return run.stream ? StreamCommit.stream(ports, planned) : Attempts.json(ports, planned)
+        () =>
+          Quotas.demandOf(
+            route.attempts,
+            estimatedPromptTokens ?? UpstreamBody.estimatePromptTokens(body, context.bodyBytes, undefined),
+            needs.maxTokens
+          ),
+        (admitted) => {
+          const planned = {
+            run: admitted,
+            attempts: route.attempts,
+            affinityKey: route.affinityKey,
+            dialect: MessagesDialect.make(ports, admitted, calls)
+          }
+          return admitted.stream ? StreamCommit.stream(ports, planned) : Attempts.json(ports, planned)
+        },
+        Admission.tellResult
+      )
     }
   })
 }

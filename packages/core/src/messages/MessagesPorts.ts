@@ -8,6 +8,8 @@ import { Catalogue } from "../catalogue/Catalogue.js"
 import type { CatalogueService } from "../catalogue/Catalogue.js"
 import * as EndpointStats from "../health/EndpointStats.js"
 import type { EndpointStatsService } from "../health/EndpointStats.js"
+import * as Quotas from "../limits/Quotas.js"
+import type { QuotasService } from "../limits/Quotas.js"
 import * as DocumentParser from "../plugins/DocumentParser.js"
 import type { DocumentParserService } from "../plugins/DocumentParser.js"
 import * as Moderation from "../plugins/Moderation.js"
@@ -54,6 +56,8 @@ export interface MessagesPorts {
   readonly moderation: ModerationService | undefined
   readonly webSearch: WebSearchService | undefined
   readonly tokenCounter: TokenCounterService | undefined
+  /** The admission step of the limits; none when the gateway enforces none. */
+  readonly quotas: QuotasService | undefined
   readonly options: MessagesOptions
   /** `options.routerSlug` or `auto`. */
   readonly routerSlug: string
@@ -78,6 +82,7 @@ export const make = (options: MessagesOptions = {}) =>
       moderation: yield* optional(Moderation.Moderation),
       webSearch: yield* optional(WebSearch.WebSearch),
       tokenCounter: yield* optional(TokenCounter.TokenCounter),
+      quotas: yield* optional(Quotas.Quotas),
       options,
       routerSlug: options.routerSlug ?? "auto"
     }

@@ -8,12 +8,14 @@
 import type { Clock } from "effect"
 import { Context, Effect, Either, Layer, Predicate } from "effect"
 import * as GatewayError from "../errors/GatewayError.js"
+import * as Admission from "../execution/Admission.js"
 import * as Attempts from "../execution/Attempts.js"
 import * as Charging from "../execution/Charging.js"
 import type { Execution } from "../execution/Execution.js"
 import type { Outcome } from "../execution/Outcome.js"
 import * as Routing from "../execution/Routing.js"
 import * as StreamCommit from "../execution/StreamCommit.js"
+import * as Quotas from "../limits/Quotas.js"
 import * as MessagesPorts from "../messages/MessagesPorts.js"
 import type { MessagesOptions } from "../messages/MessagesPorts.js"
 import type { RequestContext } from "../messages/RequestContext.js"
@@ -123,7 +125,8 @@ const create =
           )
           if (Either.isLeft(chosen)) return refuse(ports, validated, chosen.left)
           const modelId = chosen.right
-          const execution: Execution = { ...run, modelId }
+          const planning: Execution = { ...run, modelId }
+          const requirements = OpenAiBodies.requirements(api, forwarded, context.bodyBytes)
           return Effect.matchEffect(
             Routing.plan(ports, {
               request: {
@@ -131,41 +134,44 @@ const create =
                 models: request.models,
                 fallbacks: request.fallbacks,
                 provider: RoutePlanner.effectivePreferences(request.provider, request.route),
-                requirements: OpenAiBodies.requirements(api, forwarded, context.bodyBytes)
+                requirements
               },
               workspace: context.principal.workspace,
-              sessionId: execution.sessionId,
+              sessionId: planning.sessionId,
               snapshot,
               clock
             }),
             {
-              onFailure: (error) => refuse(ports, execution, error),
+              onFailure: (error) => refuse(ports, planning, error),
               onSuccess: (route) => {
-                execution.steps.push(...route.steps)
-                const forward = OpenAiBodies.forwardBody(api, forwarded, stream)
-                const calls: OpenAiDialects.Calls = {
-                  upstream: ports.upstream,
-                  api,
-                  bodyFor: (attempt) => {
-                    const out = withField(forward, "model", attempt.endpoint.upstreamModel)
-                    return attempt.maxTokens === undefined ? out : OpenAiBodies.clamp(api, out, attempt.maxTokens)
-                  }
-                }
-                const dialect = api === "chat"
-                  ? OpenAiDialects.chat(calls, {
-                    includeUsage: OpenAiBodies.wantsUsage(forwarded),
-                    finish: plugins["response-healing"] === undefined
-                      ? undefined
-                      : (answer) => OpenAiHealing.heal(ports.healer, answer, forwarded, execution.steps)
+                planning.steps.push(...route.steps)
+                const demand = () =>
+                  Quotas.demandOf(route.attempts, requirements.estimatedPromptTokens ?? 0, requirements.maxTokens, {
+                    output: api !== "embeddings"
                   })
-                  : api === "responses"
-                  ? OpenAiDialects.responses(calls)
-                  : OpenAiDialects.embeddings(calls)
-                const planned = { run: execution, attempts: route.attempts, affinityKey: route.affinityKey, dialect }
-                return Effect.map(
-                  stream ? StreamCommit.stream(ports, planned) : Attempts.json(ports, planned),
-                  (result) => result.outcome
-                )
+                return Admission.admitted(ports.quotas, ports.usageLog, planning, demand, (execution) => {
+                  const forward = OpenAiBodies.forwardBody(api, forwarded, stream)
+                  const calls: OpenAiDialects.Calls = {
+                    upstream: ports.upstream,
+                    api,
+                    bodyFor: (attempt) => {
+                      const out = withField(forward, "model", attempt.endpoint.upstreamModel)
+                      return attempt.maxTokens === undefined ? out : OpenAiBodies.clamp(api, out, attempt.maxTokens)
+                    }
+                  }
+                  const dialect = api === "chat"
+                    ? OpenAiDialects.chat(calls, {
+                      includeUsage: OpenAiBodies.wantsUsage(forwarded),
+                      finish: plugins["response-healing"] === undefined
+                        ? undefined
+                        : (answer) => OpenAiHealing.heal(ports.healer, answer, forwarded, execution.steps)
+                    })
+                    : api === "responses"
+                    ? OpenAiDialects.responses(calls)
+                    : OpenAiDialects.embeddings(calls)
+                  const planned = { run: execution, attempts: route.attempts, affinityKey: route.affinityKey, dialect }
+                  return stream ? StreamCommit.stream(ports, planned) : Attempts.json(ports, planned)
+                }, Admission.tellResult).pipe(Effect.map((result) => result.outcome))
               }
             }
           )

@@ -4,9 +4,12 @@
  */
 import { Effect, Either } from "effect"
 import * as GatewayError from "../errors/GatewayError.js"
+import * as Admission from "../execution/Admission.js"
+import * as Quotas from "../limits/Quotas.js"
 import { execute } from "../messages/Execution.js"
 import type { MessagesOptions, MessagesPorts } from "../messages/MessagesPorts.js"
 import type { ExecutionResult, Run } from "../messages/Run.js"
+import { estimatePromptTokens } from "../messages/UpstreamBody.js"
 import * as UsageAccounting from "../messages/UsageAccounting.js"
 import { appendSystem, type JsonObject, messageText } from "../messages/Wire.js"
 import * as Cost from "../pricing/Cost.js"
@@ -19,6 +22,29 @@ export const panelOf = (plugin: FusionPlugin, options: MessagesOptions): Readonl
   plugin.analysis_models ??
     (plugin.preset === undefined ? undefined : options.fusion?.presets?.[plugin.preset]) ??
     options.fusion?.panel
+
+/**
+ * What a fusion request asks of the limits: every model's (the panel's and the synthesis's) prompt, output cap and
+ * dearest endpoint, summed; it is admitted once, before the panel runs.
+ */
+const demandOf = (run: Run, models: ReadonlyArray<string>): Quotas.Demand => {
+  const input = estimatePromptTokens(run.body, run.context.bodyBytes, undefined)
+  const maxTokens = typeof run.request.max_tokens === "number" ? run.request.max_tokens : undefined
+  let outputTokens = 0
+  let costNanoUsd = 0
+  for (const id of models) {
+    const model = run.snapshot.models.get(id)
+    if (model === undefined) continue
+    const one = Quotas.demandOf(
+      model.endpoints.map((endpoint) => ({ model, endpoint, reason: "fusion" })),
+      input,
+      maxTokens
+    )
+    outputTokens += one.outputTokens
+    costNanoUsd += one.costNanoUsd
+  }
+  return { inputTokens: input * models.length, outputTokens, outputCapped: maxTokens !== undefined, costNanoUsd }
+}
 
 /** Runs the panel, then the synthesis; a failure before the synthesis is the request's one usage record. */
 export const fusion = (
@@ -35,7 +61,23 @@ export const fusion = (
     return UsageAccounting.failed(ports.usageLog, run, error, 0)
   }
   const synthesis = plugin.model ?? (run.snapshot.models.has(run.modelId) ? run.modelId : panel[0])
-  return Effect.flatMap(analyses(ports, run, panel), (done) => {
+  return Admission.admitted(
+    ports.quotas,
+    ports.usageLog,
+    run,
+    () => demandOf(run, [...panel, synthesis]),
+    (admitted) => fused(ports, admitted, panel, synthesis),
+    Admission.tellResult
+  )
+}
+
+const fused = (
+  ports: MessagesPorts,
+  run: Run,
+  panel: ReadonlyArray<string>,
+  synthesis: string
+): Effect.Effect<ExecutionResult, GatewayError.GatewayError> =>
+  Effect.flatMap(analyses(ports, run, panel), (done) => {
     if (done.texts.length === 0) {
       const error = new GatewayError.Unavailable({ message: "fusion: every analysis model failed" })
       return UsageAccounting.failed(ports.usageLog, run, error, 0)
@@ -58,7 +100,6 @@ export const fusion = (
       extra: { usage: done.usage, cost: Cost.sumDecimals(done.costs) }
     })
   })
-}
 
 /** The panel's answers as JSON, in parallel and unrecorded; each failure is a pipeline step. */
 const analyses = (ports: MessagesPorts, run: Run, panel: ReadonlyArray<string>) => {

@@ -7,6 +7,7 @@ import type { Effect } from "effect"
 import type { CatalogueService } from "../catalogue/Catalogue.js"
 import type * as GatewayError from "../errors/GatewayError.js"
 import type { EndpointStatsService } from "../health/EndpointStats.js"
+import type { QuotasService, QuotaStatus } from "../limits/Quotas.js"
 import type { Requested } from "../messages/UsageAccounting.js"
 import type { Attempt, PipelineStep } from "../routing/RoutePlanner.js"
 import type { SessionAffinityService } from "../sessions/SessionAffinity.js"
@@ -21,6 +22,8 @@ export interface SpeechPorts {
   readonly usageLog: UsageLogService
   readonly stats: EndpointStatsService
   readonly affinity: SessionAffinityService
+  /** The admission step of the limits; none when the gateway enforces none. */
+  readonly quotas: QuotasService | undefined
 }
 
 /** A validated, planned request. */
@@ -55,4 +58,6 @@ export interface SpeechOutcome {
    * still running) and writes the usage record. Open it once.
    */
   readonly open: Effect.Effect<AudioPull, never, Scope.Scope>
+  /** What is left of the request's limits, when any applies (told in response headers). */
+  readonly quota?: QuotaStatus | undefined
 }

@@ -3,10 +3,11 @@
  * The steps live beside it: `SpeechRequest` and `SpeechReferences` (validation), `SpeechRouting` (the route),
  * `SpeechExecution` (attempts, fallback before the first byte, the audio as it arrives, the records), `Synthesize`.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { Catalogue } from "../catalogue/Catalogue.js"
 import type * as GatewayError from "../errors/GatewayError.js"
 import * as EndpointStats from "../health/EndpointStats.js"
+import * as Quotas from "../limits/Quotas.js"
 import type { RequestContext } from "../messages/RequestContext.js"
 import * as SessionAffinity from "../sessions/SessionAffinity.js"
 import { Upstream } from "../upstream/Upstream.js"
@@ -42,7 +43,8 @@ export const make = Effect.gen(function*() {
     upstream: yield* Upstream,
     usageLog: yield* UsageLog,
     stats: yield* EndpointStats.EndpointStats,
-    affinity: yield* SessionAffinity.SessionAffinity
+    affinity: yield* SessionAffinity.SessionAffinity,
+    quotas: Option.getOrUndefined(yield* Effect.serviceOption(Quotas.Quotas))
   }
   return SpeechService.of({ synthesize: synthesize(ports) })
 })

@@ -6,11 +6,13 @@
 import type { Clock, Tracer } from "effect"
 import { Effect, Either, Exit, Option, Predicate, Random } from "effect"
 import type * as GatewayError from "../errors/GatewayError.js"
+import * as Admission from "../execution/Admission.js"
+import * as Quotas from "../limits/Quotas.js"
 import type { RequestContext } from "../messages/RequestContext.js"
 import * as UsageAccounting from "../messages/UsageAccounting.js"
 import * as RoutePlanner from "../routing/RoutePlanner.js"
 import * as SessionAffinity from "../sessions/SessionAffinity.js"
-import { execute } from "./SpeechExecution.js"
+import { characters, execute } from "./SpeechExecution.js"
 import * as SpeechReferences from "./SpeechReferences.js"
 import * as SpeechRequest from "./SpeechRequest.js"
 import * as SpeechRouting from "./SpeechRouting.js"
@@ -63,7 +65,15 @@ const routed = (
         affinityKey: key,
         generationId: generationIdOf(context.requestId)
       }
-      return Effect.tap(execute(ports, run, (exit) => SpeechTracing.end(span, exit)), (outcome) =>
+      const admitted = Admission.admitted(
+        ports.quotas,
+        ports.usageLog,
+        run,
+        () => Quotas.demandOf(run.attempts, characters(request.input), undefined, { output: false }),
+        (run) => execute(ports, run, (exit) => SpeechTracing.end(span, exit)),
+        (outcome, quota): SpeechOutcome => ({ ...outcome, quota })
+      )
+      return Effect.tap(admitted, (outcome) =>
         Effect.sync(() => {
           span.attribute("gen_ai.response.model", outcome.model)
           span.attribute("gateway.provider", outcome.provider)
