@@ -1,7 +1,7 @@
 /**
  * Hostile input never answers 500: thousands of generated bodies (every field with values of every type, random and
- * mutated bodies, nesting thousands of levels deep) sent to the real handler, with an upstream that serialises what
- * it is given as the real adapters do. Every answer is a 4xx or 200 with the route's error body.
+ * mutated bodies, nesting thousands of levels deep; batch submissions too) sent to the real handler, with an upstream
+ * that serialises what it is given as the real adapters do. Every answer is a 2xx, or a 4xx with the route's error body.
  */
 import { Upstream } from "@model-gateway/core"
 import { Effect, Option, Stream } from "effect"
@@ -189,7 +189,32 @@ const internChatBase: Record<string, unknown> = {
   stream: true
 }
 
+const { model: _model, ...itemBody } = base
+const batchBase: Record<string, unknown> = {
+  endpoint: "/v1/messages",
+  model: "m",
+  completion_window: "24h",
+  provider: { only: ["up"], allow_fallbacks: false },
+  requests: [{ custom_id: "a", body: itemBody }, { custom_id: "b", body: { ...itemBody, model: "m" } }]
+}
+
+/** A submission with one field of the submission, or of its first request's body, replaced by any value. */
+const batches = fc.oneof(
+  mutated(batchBase, ["metadata"]),
+  fc.record({ field: fc.constantFrom(...Object.keys(itemBody), "custom_id", "body"), value }).map(({ field, value }) =>
+    JSON.stringify({
+      ...batchBase,
+      requests: [
+        field === "custom_id" || field === "body"
+          ? { custom_id: "a", body: itemBody, [field]: value }
+          : { custom_id: "a", body: { ...itemBody, [field]: value } }
+      ]
+    })
+  )
+)
+
 const bodies = {
+  batches,
   messages: mutated(base, ["thinking", "tool_choice", "output_config"]),
   speech: mutated(speechBase, ["stream_format"]),
   intern: mutated(internBase, []),
@@ -204,7 +229,8 @@ describe("hostile input", () => {
       ["/v1/messages/count_tokens", bodies.messages],
       ["/v1/audio/speech", bodies.speech],
       ["/v1/interns", bodies.intern],
-      ["/v1/interns/{id}/chat/completions", bodies.internChat]
+      ["/v1/interns/{id}/chat/completions", bodies.internChat],
+      ["/v1/batches", bodies.batches]
     ] as const
   )(
     "%s: 2,000 generated bodies, never a 500, always the route's error body",
