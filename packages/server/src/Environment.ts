@@ -3,7 +3,7 @@
  * overrides of its server and storage settings, the gateway's own key and the providers' keys (secrets as
  * `Redacted`, so they never print), and how to log.
  */
-import { Config, LogLevel } from "effect"
+import { Config, ConfigError, Either, LogLevel } from "effect"
 
 /** Overrides of the configuration file, and where it is. */
 export const overrides = Config.all({
@@ -37,5 +37,28 @@ export type ProviderKeys = Config.Config.Success<typeof providerKeys>
 /** `LOG_FORMAT`: `pretty` (default on a terminal), `logfmt` (default otherwise) or `json`. */
 export const logFormat = Config.option(Config.literal("pretty", "logfmt", "json")("LOG_FORMAT"))
 
-/** `LOG_LEVEL`: `info` by default; `warning` silences the per-request lines. */
-export const logLevel = Config.withDefault(Config.logLevel("LOG_LEVEL"), LogLevel.Info)
+/** The names `LOG_LEVEL` takes, in any case: Effect's own (`warn`) and the usual spelling (`warning`). */
+const LEVELS: Readonly<Record<string, LogLevel.LogLevel>> = {
+  all: LogLevel.All,
+  trace: LogLevel.Trace,
+  debug: LogLevel.Debug,
+  info: LogLevel.Info,
+  warn: LogLevel.Warning,
+  warning: LogLevel.Warning,
+  error: LogLevel.Error,
+  fatal: LogLevel.Fatal,
+  none: LogLevel.None
+}
+
+/** `LOG_LEVEL`: `info` by default; `warning` (or `warn`) silences the per-request lines. */
+export const logLevel = Config.withDefault(
+  Config.mapOrFail(Config.string("LOG_LEVEL"), (raw) => {
+    const level = LEVELS[raw.trim().toLowerCase()]
+    return level === undefined
+      ? Either.left(
+        ConfigError.InvalidData([], `LOG_LEVEL must be one of ${Object.keys(LEVELS).join(", ")} (got "${raw}")`)
+      )
+      : Either.right(level)
+  }),
+  LogLevel.Info
+)

@@ -12,7 +12,9 @@ import * as Cli from "./Cli.js"
 import * as Logging from "./Logging.js"
 
 const program = Effect.gen(function*() {
-  const { format, level } = yield* Logging.fromEnvironment
+  const { format, level } = yield* Logging.fromEnvironment.pipe(
+    Effect.tapError((error) => Console.error(`model-gateway: ${String(error)}`))
+  )
   const logging = Logging.make(format, level)
   yield* Cli.run(logging)(process.argv).pipe(
     Effect.tapError((error) => {
