@@ -7,7 +7,11 @@
  */
 import type { GatewayError, UsageLog } from "@model-gateway/core"
 import { Batch, BatchService } from "@model-gateway/core"
-import { Chunk, Context, Effect, Either, Stream } from "effect"
+import * as Chunk from "effect/Chunk"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Stream from "effect/Stream"
 import type { GatewayResponse } from "./HttpTypes.js"
 import { recorded } from "./Recorded.js"
 import * as RequestHeaders from "./RequestHeaders.js"

@@ -6,7 +6,7 @@
  * limit headers). A request from any other origin, preflight or not, is served as if CORS were off: no CORS headers,
  * so the browser refuses to hand the answer to the page. Non-browser clients (no `Origin`) are untouched.
  */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import type { GatewayRequest, GatewayResponse } from "./HttpTypes.js"
 import { header } from "./HttpTypes.js"
 import type * as RouteTable from "./RouteTable.js"

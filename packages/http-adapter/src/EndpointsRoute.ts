@@ -6,7 +6,9 @@
  */
 import type { Catalogue as Catalogues, GatewayError, UsageLog } from "@model-gateway/core"
 import { Catalogue, EndpointListing, EndpointStats } from "@model-gateway/core"
-import { Context, Effect, Either } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import type { GatewayResponse } from "./HttpTypes.js"
 import { recorded } from "./Recorded.js"
 import type * as RouteTable from "./RouteTable.js"

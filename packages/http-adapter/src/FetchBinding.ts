@@ -3,8 +3,9 @@
  * Bun, Deno or Workers. An aborted request signal interrupts the handler and so the upstream.
  */
 import { GatewayError } from "@model-gateway/core"
-import type { ManagedRuntime } from "effect"
-import { Effect, Stream } from "effect"
+import * as Effect from "effect/Effect"
+import type * as ManagedRuntime from "effect/ManagedRuntime"
+import * as Stream from "effect/Stream"
 import type { GatewayRequest, GatewayResponse, Handler, HandlerRequirements } from "./GatewayHttp.js"
 import { bytesOf } from "./HttpTypes.js"
 

@@ -16,7 +16,7 @@ import type {
   SpeechService,
   UsageLog
 } from "@model-gateway/core"
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import * as BatchesRoute from "./BatchesRoute.js"
 import * as Cors from "./Cors.js"
 import * as EndpointsRoute from "./EndpointsRoute.js"

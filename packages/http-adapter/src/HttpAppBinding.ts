@@ -5,7 +5,8 @@
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { GatewayError } from "@model-gateway/core"
-import { Effect, Stream } from "effect"
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
 import type { GatewayResponse, Handler } from "./GatewayHttp.js"
 import { bytesOf } from "./HttpTypes.js"
 

@@ -3,8 +3,10 @@
  * fetch) translate to and from them; routes never see a framework.
  */
 import type { GatewayError, MessagesService } from "@model-gateway/core"
-import type { Scope } from "effect"
-import { Effect, Option, Stream } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 
 /** Header values as node gives them: lower-case names. */
 export type Headers = Readonly<Record<string, string | ReadonlyArray<string> | undefined>>

@@ -6,7 +6,10 @@
  */
 import type { UsageLog } from "@model-gateway/core"
 import { InternChat } from "@model-gateway/core"
-import { Context, Effect, Predicate, Stream } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
+import * as Stream from "effect/Stream"
 import type { GatewayResponse } from "./HttpTypes.js"
 import { header } from "./HttpTypes.js"
 import { recordedFailures } from "./Recorded.js"

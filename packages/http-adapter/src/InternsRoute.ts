@@ -7,7 +7,8 @@
  */
 import type { GatewayError, UsageLog } from "@model-gateway/core"
 import { Intern, InternService } from "@model-gateway/core"
-import { Context, Effect } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
 import type { GatewayResponse } from "./HttpTypes.js"
 import { header } from "./HttpTypes.js"
 import { recorded } from "./Recorded.js"

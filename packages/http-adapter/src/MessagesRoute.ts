@@ -4,7 +4,8 @@
  * app attribution headers) and turns its outcome into a JSON or an event-stream response.
  */
 import { MessagesService } from "@model-gateway/core"
-import { Context, Effect } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
 import type { GatewayResponse } from "./HttpTypes.js"
 import type * as RouteTable from "./RouteTable.js"
 import { contextOf, JSON_TYPE, responseOf } from "./UseCaseHttp.js"

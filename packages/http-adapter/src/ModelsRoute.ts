@@ -5,7 +5,9 @@
  */
 import { Catalogue, ModelListing } from "@model-gateway/core"
 import type { GatewayError, UsageLog } from "@model-gateway/core"
-import { Context, Effect, Either } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import type { GatewayResponse } from "./HttpTypes.js"
 import { recorded } from "./Recorded.js"
 import type * as RouteTable from "./RouteTable.js"

@@ -4,7 +4,8 @@
  * error body (`{error: {message, type, param, code}}`).
  */
 import { OpenAiService, type Upstream } from "@model-gateway/core"
-import { Context, Effect } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
 import type * as RouteTable from "./RouteTable.js"
 import { contextOf, responseOf } from "./UseCaseHttp.js"
 

@@ -5,7 +5,12 @@
  * rest through this. An interrupted request (the client went away before an answer) is not recorded here.
  */
 import { GatewayError, UsageLog } from "@model-gateway/core"
-import { Cause, Clock, Context, Effect, Exit, Option } from "effect"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
 import type { GatewayResponse } from "./HttpTypes.js"
 import { refusal } from "./RouteDispatcher.js"
 import type * as RouteTable from "./RouteTable.js"

@@ -3,7 +3,7 @@
  * client-identification (app attribution) headers of spec section 4, under the names real clients send.
  */
 import { GatewayError } from "@model-gateway/core"
-import { Either } from "effect"
+import * as Either from "effect/Either"
 import type { Headers } from "./HttpTypes.js"
 import { header } from "./HttpTypes.js"
 

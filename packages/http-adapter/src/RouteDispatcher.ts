@@ -6,7 +6,11 @@
  * reached a handler is recorded by its use case.
  */
 import { GatewayError, Keys, UsageLog } from "@model-gateway/core"
-import { Clock, Context, Effect, Either, Option } from "effect"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
 import * as ApiKeys from "./ApiKeys.js"
 import * as ErrorResponses from "./ErrorResponses.js"
 import type { GatewayRequest, GatewayResponse } from "./HttpTypes.js"

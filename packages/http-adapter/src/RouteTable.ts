@@ -5,7 +5,8 @@
  * table into a request handler.
  */
 import type { GatewayError, Keys } from "@model-gateway/core"
-import type { Context, Effect } from "effect"
+import type * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
 import * as FindMyWay from "find-my-way-ts"
 import * as QueryString from "find-my-way-ts/QueryString"
 import type { Family } from "./ErrorResponses.js"

@@ -5,7 +5,8 @@
  * with the request's `request-id` and its `x-generation-id`. Errors have the generic body (spec 7.2).
  */
 import { SpeechService } from "@model-gateway/core"
-import { Context, Effect } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
 import type { GatewayResponse } from "./HttpTypes.js"
 import * as QuotaHeaders from "./QuotaHeaders.js"
 import * as RequestHeaders from "./RequestHeaders.js"

@@ -3,8 +3,9 @@
  * endpoint's `provider`. Adapters (and their connection pools) are built once, at start-up.
  */
 import { Upstream } from "@model-gateway/core"
-import type { Scope } from "effect"
-import { Effect, Layer } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import type * as Scope from "effect/Scope"
 import * as AnthropicUpstream from "./anthropic/AnthropicUpstream.js"
 import type { Timeouts } from "./internal/Transport.js"
 import * as OpenAiUpstream from "./openai/OpenAiUpstream.js"

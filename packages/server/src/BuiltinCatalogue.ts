@@ -5,7 +5,8 @@
  * package was left out: `npm install --omit=optional`).
  */
 import { EspeakVoices, LocalSpeech } from "@model-gateway/provider-adapters"
-import { Option, Redacted } from "effect"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
 import type { GatewayConfig } from "./Config.js"
 import { decode } from "./Config.js"
 import type { ProviderKeys } from "./Environment.js"

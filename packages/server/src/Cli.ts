@@ -5,7 +5,7 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import * as BatchesCommand from "./batches/BatchesCommand.js"
 import type * as KeysCommandModule from "./KeysCommand.js"
 import type * as Logging from "./Logging.js"

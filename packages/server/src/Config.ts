@@ -6,8 +6,12 @@
 import type { Catalogue } from "@model-gateway/core"
 import { Cost, Limits } from "@model-gateway/core"
 import type { UpstreamRouter } from "@model-gateway/provider-adapters"
-import type { Effect } from "effect"
-import { Data, Either, ParseResult, Predicate, Schema } from "effect"
+import * as Data from "effect/Data"
+import type * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Predicate from "effect/Predicate"
+import * as Schema from "effect/Schema"
 
 const DecimalString = Schema.String.pipe(
   Schema.filter((s) => Cost.isDecimal(s), {

@@ -4,8 +4,11 @@
  * overrides (`PORT`, `HOST`, `DATABASE_URL`, `GATEWAY_API_KEY`, `REDIS_URL`). Every problem is a `ConfigError` naming the key.
  */
 import * as FileSystem from "@effect/platform/FileSystem"
-import type { ConfigError as EffectConfigError } from "effect"
-import { Config, Effect, Option, Redacted } from "effect"
+import * as Config from "effect/Config"
+import type * as EffectConfigError from "effect/ConfigError"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
 import * as BuiltinCatalogue from "./BuiltinCatalogue.js"
 import { ConfigError, type GatewayConfig, parse } from "./Config.js"
 import * as Environment from "./Environment.js"

@@ -3,7 +3,10 @@
  * overrides of its server and storage settings, the gateway's own key and the providers' keys (secrets as
  * `Redacted`, so they never print), and how to log.
  */
-import { Config, ConfigError, Either, LogLevel } from "effect"
+import * as Config from "effect/Config"
+import * as ConfigError from "effect/ConfigError"
+import * as Either from "effect/Either"
+import * as LogLevel from "effect/LogLevel"
 
 /** Overrides of the configuration file, and where it is. */
 export const overrides = Config.all({

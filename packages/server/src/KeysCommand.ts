@@ -3,10 +3,13 @@
  * `DATABASE_URL`) names. A new key is printed once; only its digest is stored. Configuration keys are listed too
  * (source `config`), but they are managed by the configuration: the next start re-syncs them.
  */
-import type { FileSystem } from "@effect/platform"
+import type * as FileSystem from "@effect/platform/FileSystem"
 import { Keys, Limits } from "@model-gateway/core"
 import { ApiKeys } from "@model-gateway/http-adapter"
-import { Console, Effect, Layer, Option } from "effect"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import type { ConfigError } from "./Config.js"
 import * as ConfigLoader from "./ConfigLoader.js"
 import * as Gateway from "./Gateway.js"

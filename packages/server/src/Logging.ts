@@ -4,7 +4,11 @@
  * logger serves the process entry, the request runtime and the per-request lines (`RequestLog`), so every line has
  * one format.
  */
-import { Effect, Layer, Logger, LogLevel, Option } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
+import * as Option from "effect/Option"
 import * as Environment from "./Environment.js"
 import * as LineWriter from "./LineWriter.js"
 

@@ -9,8 +9,15 @@
  * same line, in the same format, that Effect's logger of the configured format would write.
  */
 import { UsageLog } from "@model-gateway/core"
-import type { Logger } from "effect"
-import { Cause, Effect, FiberId, FiberRefs, HashMap, Layer, List, LogLevel } from "effect"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as FiberId from "effect/FiberId"
+import * as FiberRefs from "effect/FiberRefs"
+import * as HashMap from "effect/HashMap"
+import * as Layer from "effect/Layer"
+import * as List from "effect/List"
+import type * as Logger from "effect/Logger"
+import * as LogLevel from "effect/LogLevel"
 import type { Logging } from "./Logging.js"
 
 /** The line's text: `POST /v1/messages 200 anthro/claude via anthro attempts=1 tokens=12/34 cost=0.0001 85ms`. */

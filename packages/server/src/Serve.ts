@@ -3,9 +3,11 @@
  * listens, and serves until SIGTERM or SIGINT, then shuts down gracefully (in-flight requests and streams finish,
  * pending usage records are written, storage and upstream pools close).
  */
-import type { FileSystem } from "@effect/platform"
+import type * as FileSystem from "@effect/platform/FileSystem"
 import { ApiKeys } from "@model-gateway/http-adapter"
-import { Console, Effect, Option } from "effect"
+import * as Console from "effect/Console"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import type { ConfigError, GatewayConfig } from "./Config.js"
 import * as ConfigLoader from "./ConfigLoader.js"
 import * as Gateway from "./Gateway.js"

@@ -2,7 +2,7 @@
  * Why the gateway could not start, as tagged errors that say it in one line: the address that could not be listened
  * on, the storage that could not be opened (host, port and cause, never a password), a bad configuration.
  */
-import { Data } from "effect"
+import * as Data from "effect/Data"
 
 const causeText = (cause: unknown): string => {
   const error = cause as { code?: unknown; message?: unknown; cause?: unknown } | undefined

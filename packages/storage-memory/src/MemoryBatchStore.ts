@@ -3,7 +3,9 @@
  * array. Every method runs synchronously, so each is atomic; leases work as in the SQL stores, for one process.
  */
 import { type Batch as Batches, BatchStore, Cost } from "@model-gateway/core"
-import { Effect, Layer, Option } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 
 type Batch = Batches.Batch
 

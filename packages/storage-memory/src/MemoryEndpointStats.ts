@@ -8,7 +8,9 @@
  * `Clock`.
  */
 import { CircuitBreaker, EndpointStats, HealthWindows } from "@model-gateway/core"
-import { Duration, Effect, Layer } from "effect"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 
 export type MemoryEndpointStatsOptions = HealthWindows.WindowOptions
 

@@ -3,7 +3,9 @@
  * session, the reveal audit log as an array per intern. Every method runs synchronously, so each is atomic.
  */
 import { type Intern as Interns, InternStore } from "@model-gateway/core"
-import { Effect, Layer, Option } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 
 type Intern = Interns.Intern
 

@@ -3,7 +3,10 @@
  * embedding. Only digests are kept (see the port).
  */
 import { Keys, Limits } from "@model-gateway/core"
-import { Clock, Effect, Layer, Option } from "effect"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 
 export interface MemoryKeysOptions {
   /** Keys provisioned when the layer is built. */

@@ -4,7 +4,8 @@
  * let N times the limits through, so they share a SQL or Redis store instead.
  */
 import { QuotaCounters, QuotaStore } from "@model-gateway/core"
-import { Effect, Layer } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 
 /** Builds an empty in-process quota store. */
 export const make: Effect.Effect<QuotaStore.QuotaStoreService> = Effect.sync(() => {

@@ -4,7 +4,10 @@
  * the map is full, the session idle the longest is evicted. Time comes from Effect's `Clock`.
  */
 import { SessionAffinity } from "@model-gateway/core"
-import { Clock, Effect, Layer, Option } from "effect"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import { LruMap } from "./internal/LruMap.js"
 
 export interface MemorySessionAffinityOptions {

@@ -6,7 +6,8 @@
  */
 import { UsageLog } from "@model-gateway/core"
 import { RingBuffer } from "@model-gateway/core"
-import { Effect, Layer } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 
 export interface MemoryUsageLogOptions {
   /** How many of the most recent records to keep (default 10,000). */

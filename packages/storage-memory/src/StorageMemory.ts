@@ -3,7 +3,7 @@
  * `BatchStore` and `QuotaStore`.
  */
 import type { Stores } from "@model-gateway/core"
-import { Layer } from "effect"
+import * as Layer from "effect/Layer"
 import * as MemoryBatchStore from "./MemoryBatchStore.js"
 import * as MemoryEndpointStats from "./MemoryEndpointStats.js"
 import * as MemoryInternStore from "./MemoryInternStore.js"

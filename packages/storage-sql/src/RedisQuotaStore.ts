@@ -7,7 +7,10 @@
  * added with HINCRBY, so no spending is ever rounded. `ioredis` is loaded when the layer is built, not before.
  */
 import { GatewayError, Limits, QuotaCounters, QuotaStore } from "@model-gateway/core"
-import { Data, Effect, Layer, Redacted } from "effect"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
 import type { Redis } from "ioredis"
 
 /** Redis could not be reached or refused the scripts. */

@@ -10,7 +10,10 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type * as Statement from "@effect/sql/Statement"
 import { Batch as Batches, BatchStore, Cost } from "@model-gateway/core"
-import { Effect, Layer, Option, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import { Num, Text } from "./internal/Columns.js"
 
 type Batch = Batches.Batch

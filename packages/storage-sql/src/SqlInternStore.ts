@@ -10,7 +10,10 @@ import * as SqlSchema from "@effect/sql/SqlSchema"
 import type * as Statement from "@effect/sql/Statement"
 import type { Intern as Interns } from "@model-gateway/core"
 import { InternStore } from "@model-gateway/core"
-import { Effect, Layer, Option, Schema } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import { Num, Text } from "./internal/Columns.js"
 
 type Intern = Interns.Intern

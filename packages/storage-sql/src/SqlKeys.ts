@@ -6,7 +6,12 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlSchema from "@effect/sql/SqlSchema"
 import { Keys, Limits } from "@model-gateway/core"
-import { Clock, Duration, Effect, Layer, Option, Schema } from "effect"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import { Flag, Num, Text } from "./internal/Columns.js"
 
 export interface SqlKeysOptions {

@@ -8,7 +8,8 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { GatewayError, QuotaCounters, QuotaStore } from "@model-gateway/core"
 import type { Limits } from "@model-gateway/core"
-import { Effect, Layer } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 
 const NOTHING: Limits.Amounts = { requests: 0, inputTokens: 0, outputTokens: 0, costNanoUsd: 0 }
 

@@ -11,8 +11,14 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlSchema from "@effect/sql/SqlSchema"
 import { SessionAffinity } from "@model-gateway/core"
-import type { Scope } from "effect"
-import { Clock, Duration, Effect, Fiber, Layer, Option, Schema } from "effect"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
 import { Num } from "./internal/Columns.js"
 
 export interface SqlSessionAffinityOptions {

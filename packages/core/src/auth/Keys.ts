@@ -4,8 +4,9 @@
  * stores keep only digests. Keys come from two sources: the configuration (synced at every start, so a key removed
  * from the configuration stops working) and the `model-gateway keys` command (kept until revoked).
  */
-import type { Effect, Option } from "effect"
-import { Context } from "effect"
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
 import type { Limits } from "../limits/Limits.js"
 
 /** Who is calling: the workspace the key belongs to and what it may do. */

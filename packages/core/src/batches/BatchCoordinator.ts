@@ -5,7 +5,9 @@
  * is `cancelled` once nothing of it runs any more. Every move is the state machine's and a compare-and-set in the
  * store: a move that lost a race (a client's cancel, another worker) changes nothing, and is looked at again later.
  */
-import { Effect, Either, Option } from "effect"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
 import type { CatalogueService } from "../catalogue/Catalogue.js"
 import { type Batch, isTerminal } from "./Batch.js"
 import * as BatchChecks from "./BatchChecks.js"

@@ -5,7 +5,8 @@
  * batch's model, its provider restrictions and, in `trace`, the batch id and custom id (they reach the usage records).
  * An error names the request's index, the field and the request's `custom_id`.
  */
-import { Either, Predicate } from "effect"
+import * as Either from "effect/Either"
+import * as Predicate from "effect/Predicate"
 import { InvalidRequest } from "../errors/GatewayError.js"
 import { charCount } from "../internal/RequestSchema.js"
 import { show } from "../internal/Values.js"

@@ -2,7 +2,9 @@
  * What clients send to the batch routes, validated: the submission body's own fields (its requests are checked one by
  * one in `BatchItems`) and the list's query. Every error is a 400 naming the field, except too many requests: a 413.
  */
-import { Either, Predicate, Schema } from "effect"
+import * as Either from "effect/Either"
+import * as Predicate from "effect/Predicate"
+import * as Schema from "effect/Schema"
 import { InvalidRequest, PayloadTooLarge } from "../errors/GatewayError.js"
 import { Bool, literal, maxChars, optional, toInvalidRequest } from "../internal/RequestSchema.js"
 import { show } from "../internal/Values.js"

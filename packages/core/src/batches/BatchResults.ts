@@ -3,7 +3,10 @@
  * written out (a batch of thousands of requests is never held whole). A request that never ran (the batch was
  * cancelled, expired or failed first) has an error saying so.
  */
-import { Chunk, Effect, Option, Stream } from "effect"
+import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
 import type { Batch, ItemResult } from "./Batch.js"
 import type { BatchStoreService, StoredItem } from "./BatchStore.js"
 

@@ -5,7 +5,10 @@
  * (rate limited, overloaded, a time-out, a 5xx) is tried again after a back-off, up to a limit; each try is a request
  * of its own (its own request id and usage record). The result is an answer or an error, never a failure.
  */
-import { Cause, Duration, Effect, Random } from "effect"
+import * as Cause from "effect/Cause"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Random from "effect/Random"
 import * as GatewayError from "../errors/GatewayError.js"
 import type { Charge } from "../execution/Charging.js"
 import type { Outcome } from "../execution/Outcome.js"

@@ -4,8 +4,13 @@
  * terminal one, and cancel one in progress. A batch of another workspace is not found. The steps live beside it
  * (`BatchRequests`, `BatchItems`, `BatchChecks`, `BatchResults`).
  */
-import type { Stream } from "effect"
-import { Clock, Context, Effect, Either, Layer, Option } from "effect"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import type * as Stream from "effect/Stream"
 import type { Principal } from "../auth/Keys.js"
 import { Catalogue } from "../catalogue/Catalogue.js"
 import * as GatewayError from "../errors/GatewayError.js"

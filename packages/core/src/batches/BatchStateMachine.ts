@@ -15,7 +15,8 @@
  *
  * Terminal statuses (completed, failed, expired, cancelled) accept nothing.
  */
-import { Data, Either } from "effect"
+import * as Data from "effect/Data"
+import * as Either from "effect/Either"
 import type { BatchStatus } from "./Batch.js"
 
 export const events = [

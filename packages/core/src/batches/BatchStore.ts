@@ -6,8 +6,9 @@
  * result is recorded only under the lease it was claimed with, so it is recorded exactly once, with the batch's
  * counts and usage in the same step.
  */
-import type { Effect, Option } from "effect"
-import { Context } from "effect"
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
 import type { Batch, BatchStatus, ItemResult } from "./Batch.js"
 
 /** A request of a new batch; its index is its position in the batch. */

@@ -7,8 +7,14 @@
  * its leases run out, and other workers (or itself, restarted) take the work over. Closing the scope interrupts the
  * running requests, records the results waiting, and gives the other leases back at once.
  */
-import type { Scope } from "effect"
-import { Cause, Clock, Duration, Effect, FiberSet, Layer, Queue } from "effect"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as FiberSet from "effect/FiberSet"
+import * as Layer from "effect/Layer"
+import * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
 import { Catalogue } from "../catalogue/Catalogue.js"
 import { MessagesService } from "../messages/MessagesService.js"
 import { OpenAiService } from "../openai/OpenAiService.js"

@@ -2,7 +2,8 @@
  * The catalogue port: models and the provider endpoints that serve them. Loaded from configuration
  * by a composition root; the core reads an immutable snapshot per request.
  */
-import { Context, Effect } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
 
 /** USD prices as decimal strings: per token for prompt/completion, per request, per image. */
 export interface Pricing {

@@ -10,7 +10,8 @@
  * routing tries it after the healthy ones); -3 cooling down after repeated failures or an upstream `Retry-After`
  * (only a half-open probe reaches it until it recovers).
  */
-import { Either, Schema } from "effect"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
 import { NotFound } from "../errors/GatewayError.js"
 import type { EndpointHealth, HealthSnapshot } from "../health/EndpointStats.js"
 import type { JsonObject } from "../messages/Wire.js"

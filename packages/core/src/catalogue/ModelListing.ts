@@ -5,7 +5,7 @@
  * `context_length`, `pricing` as decimal strings, `architecture`, `top_provider`, `supported_parameters`, ...) and the
  * `openai` SDK's (`object`, `created`, `owned_by`). Pure functions over a catalogue snapshot.
  */
-import { Either } from "effect"
+import * as Either from "effect/Either"
 import { InvalidRequest, NotFound } from "../errors/GatewayError.js"
 import type { CatalogueSnapshot, Endpoint, Model } from "./Catalogue.js"
 

@@ -2,7 +2,7 @@
  * Domain errors that cross the HTTP boundary. `describe` is the one table of their statuses and
  * messages-protocol error types; the http adapter shapes each route family's error body from it.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 const fields = {
   message: Schema.String

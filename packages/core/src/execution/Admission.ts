@@ -4,7 +4,8 @@
  * `limits/Quotas`). A refusal is the request's usage record and error; an admitted run carries its reservation, which
  * its usage record settles; a run that fails or is interrupted (the client went away) before that releases it.
  */
-import { Effect, Exit } from "effect"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import type * as GatewayError from "../errors/GatewayError.js"
 import type { Demand, QuotasService, QuotaStatus } from "../limits/Quotas.js"
 import type { UsageLogService } from "../usage/UsageLog.js"

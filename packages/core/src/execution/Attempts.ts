@@ -2,7 +2,7 @@
  * The attempts of a planned request: each one's pipeline step and EndpointStats record, and the JSON attempts run
  * in order, the next one only after a retryable failure. The same for every API: its dialect calls and tells them.
  */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import type * as GatewayError from "../errors/GatewayError.js"
 import type * as EndpointStats from "../health/EndpointStats.js"
 import type * as Cost from "../pricing/Cost.js"

@@ -2,8 +2,8 @@
  * What a request costs and its one usage record: usage sums, charges at an endpoint's pricing (with earlier
  * sub-requests, e.g. fusion analyses), and the record, written whatever became of the request.
  */
-import type { Clock } from "effect"
-import { Effect } from "effect"
+import type * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
 import type { Pricing } from "../catalogue/Catalogue.js"
 import * as GatewayError from "../errors/GatewayError.js"
 import type { Admission } from "../limits/Quotas.js"

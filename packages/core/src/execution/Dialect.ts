@@ -3,7 +3,9 @@
  * embeddings, responses) to run attempts, fall back, commit a stream, decorate what the client receives and bill it.
  * The executor (`Attempts`, `StreamCommit`) is the same for every API; each use case gives it its dialect.
  */
-import type { Chunk, Effect, Scope } from "effect"
+import type * as Chunk from "effect/Chunk"
+import type * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import type * as GatewayError from "../errors/GatewayError.js"
 import type { JsonObject } from "../messages/Wire.js"
 import type * as Cost from "../pricing/Cost.js"

@@ -2,8 +2,11 @@
  * What an execution answers: one JSON body, or SSE frames read as pulls (and, for bindings that take one, as a
  * `Stream`).
  */
-import type { Chunk, Scope } from "effect"
-import { Channel, Effect, Stream } from "effect"
+import * as Channel from "effect/Channel"
+import type * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import type { QuotaStatus } from "../limits/Quotas.js"
 import type { JsonObject } from "../messages/Wire.js"
 import type { Charge } from "./Charging.js"

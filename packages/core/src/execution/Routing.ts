@@ -2,8 +2,11 @@
  * What every use case reads before planning a route: the endpoints' health, the session's sticky endpoint, a random
  * seed; then the plan. A chain of Effects rather than a generator: it is on the hot path of every request.
  */
-import type { Clock } from "effect"
-import { Effect, Either, Option, Random } from "effect"
+import type * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Option from "effect/Option"
+import * as Random from "effect/Random"
 import type { CatalogueSnapshot } from "../catalogue/Catalogue.js"
 import type * as GatewayError from "../errors/GatewayError.js"
 import * as RoutePlanner from "../routing/RoutePlanner.js"

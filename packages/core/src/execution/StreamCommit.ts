@@ -4,7 +4,12 @@
  * failure, or an end without the dialect's end event, becomes an in-band error frame: never a silent truncation.
  * The same for every API: its dialect says what content, an end and an error frame are.
  */
-import { Chunk, Effect, Either, ExecutionStrategy, Exit, Scope } from "effect"
+import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as ExecutionStrategy from "effect/ExecutionStrategy"
+import * as Exit from "effect/Exit"
+import * as Scope from "effect/Scope"
 import * as GatewayError from "../errors/GatewayError.js"
 import type { Attempt } from "../routing/RoutePlanner.js"
 import { nextAttempt, toGatewayError, UpstreamError } from "../upstream/Upstream.js"

@@ -4,7 +4,8 @@
  * cooldowns. `snapshot` is on the hot path: adapters answer it from memory (a shared adapter syncs
  * with its store in the background), never with a query per request.
  */
-import { Context, Effect } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
 
 export type AttemptOutcome = "ok" | "rate_limited" | "overloaded" | "error" | "timeout"
 

@@ -35,7 +35,7 @@
  *   ~43 min for TTFB and 1/16 to ~166,000 tokens/s for throughput; values outside it fall in the
  *   first or last bin.
  */
-import type { Duration } from "effect"
+import type * as Duration from "effect/Duration"
 import * as CircuitBreaker from "./CircuitBreaker.js"
 import type { AttemptOutcome, AttemptRecord, EndpointHealth, Percentiles } from "./EndpointStats.js"
 

@@ -4,7 +4,11 @@
  * `undefined`, nullable values, literals, integers, string and array limits, and `toInvalidRequest`, which names the
  * offending field path.
  */
-import { Either, ParseResult, Predicate, Schema, SchemaAST } from "effect"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Predicate from "effect/Predicate"
+import * as Schema from "effect/Schema"
+import * as SchemaAST from "effect/SchemaAST"
 import { InvalidRequest } from "../errors/GatewayError.js"
 import { show } from "./Values.js"
 

@@ -4,7 +4,12 @@
  * asked, which makes the log the rate limiter too: at most 10 reveals per minute per intern, counted atomically by the
  * store across processes. The runtime has 10 seconds to answer (then 408).
  */
-import { Cause, Clock, Duration, Effect, Exit, Option } from "effect"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
 import { Conflict, InternalError, RateLimited, RequestTimeout } from "../errors/GatewayError.js"
 import type { Intern } from "./Intern.js"
 import type { InternCaller } from "./InternCaller.js"

@@ -3,7 +3,8 @@
  * workspace. A key outside the interns programme gets 404 on every intern route, as if they did not exist; so does a
  * key of another workspace for an intern it cannot see. Requests on a regional hostname are refused (403).
  */
-import { Effect, Option } from "effect"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import type { Principal } from "../auth/Keys.js"
 import { NotFound, PermissionDenied } from "../errors/GatewayError.js"
 import type { Intern } from "./Intern.js"

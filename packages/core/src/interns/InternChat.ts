@@ -8,7 +8,13 @@
  * `prepare` checks the caller and the request before anything is sent; `run` sends it. A route records the usage of a
  * request refused by `prepare`; the messages use case records that of every request it runs.
  */
-import { Chunk, Clock, Context, Effect, Either, Layer, Stream } from "effect"
+import * as Chunk from "effect/Chunk"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Stream from "effect/Stream"
 import type * as GatewayError from "../errors/GatewayError.js"
 import { Conflict, InternalError, InvalidRequest } from "../errors/GatewayError.js"
 import { MessagesService } from "../messages/MessagesService.js"

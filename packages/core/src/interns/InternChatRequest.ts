@@ -4,7 +4,8 @@
  * Only text is carried: system and developer messages join the intern's instructions for this turn; user and
  * assistant messages join the session's conversation.
  */
-import { Either, Schema } from "effect"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
 import { InvalidRequest } from "../errors/GatewayError.js"
 import { arrayOf, Bool, literal, maxChars, nullable, object, oneOf, optional, Str } from "../internal/RequestSchema.js"
 import { decodeBody } from "./InternRequests.js"

@@ -3,7 +3,8 @@
  * time in milliseconds, then 8 of a sequence that starts at a random value in each millisecond and counts up within
  * it, so the newest-first list is an order by id, and a cursor is just the last id seen.
  */
-import { Effect, Random } from "effect"
+import * as Effect from "effect/Effect"
+import * as Random from "effect/Random"
 
 const hex = (n: number, width: number): string => n.toString(16).padStart(width, "0")
 

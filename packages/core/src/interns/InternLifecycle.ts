@@ -4,7 +4,12 @@
  * then the record goes) and edits. Background work runs in a `FiberMap` keyed by intern, so that suspending or
  * deleting an intern interrupts its provisioning, and closing the service interrupts everything.
  */
-import { Clock, Effect, Either, FiberMap, Option, Stream } from "effect"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as FiberMap from "effect/FiberMap"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
 import { Conflict, InternalError } from "../errors/GatewayError.js"
 import type { Intern, InternStatus } from "./Intern.js"
 import type { DaemonSpec, InternRuntimeService } from "./InternRuntime.js"

@@ -2,7 +2,9 @@
  * What clients send to the intern routes, validated: the bodies of create, update and delete, the list's query, and
  * the fingerprint that tells a replayed create (same `Idempotency-Key`, same request) from a conflicting one.
  */
-import { Either, Predicate, Schema } from "effect"
+import * as Either from "effect/Either"
+import * as Predicate from "effect/Predicate"
+import * as Schema from "effect/Schema"
 import { InvalidRequest } from "../errors/GatewayError.js"
 import { Bool, charCount, optional, Str, toInvalidRequest, tooDeep, tooDeepError } from "../internal/RequestSchema.js"
 import { show } from "../internal/Values.js"

@@ -4,8 +4,11 @@
  * gateway's own runtime runs each daemon as a local process (`LocalInternRuntime` in the server package); another
  * may run them on other machines.
  */
-import type { Effect, Option, Stream } from "effect"
-import { Context, Data } from "effect"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
+import type * as Stream from "effect/Stream"
 import type { Progress } from "./Intern.js"
 
 /** What a runtime knows of the intern it provisions. */

@@ -4,7 +4,12 @@
  * checks the caller (`InternCaller`: programme, regional hostname, workspace). The steps live beside it
  * (`InternLifecycle`, `DaemonAccess`, `InternRequests`).
  */
-import { Clock, Context, Effect, Either, FiberMap, Layer } from "effect"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as FiberMap from "effect/FiberMap"
+import * as Layer from "effect/Layer"
 import { Catalogue } from "../catalogue/Catalogue.js"
 import type * as GatewayError from "../errors/GatewayError.js"
 import { Conflict, InvalidRequest, NotFound } from "../errors/GatewayError.js"

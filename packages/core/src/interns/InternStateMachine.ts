@@ -16,7 +16,8 @@
  * | destroy_failed   | destroying                             | destroy_failed |
  * | update           | every status but destroying            | (unchanged)    |
  */
-import { Data, Either } from "effect"
+import * as Data from "effect/Data"
+import * as Either from "effect/Either"
 import type { InternStatus } from "./Intern.js"
 
 /** What can happen to an intern: a client's request, or what its runtime reported. */

@@ -3,8 +3,9 @@
  * status), the conversations of their chat sessions, and the audit log of daemon-access reveals, whose per-intern
  * rate limit it enforces atomically (several gateway processes may share one store).
  */
-import type { Effect, Option } from "effect"
-import { Context } from "effect"
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
 import type { Intern, InternStatus, Progress } from "./Intern.js"
 
 /** A create request's `Idempotency-Key` (unique per workspace) and the request it came with. */

@@ -5,8 +5,8 @@
  * in-process (one process), SQL (PostgreSQL row locks), Redis (one Lua script per operation). The pure steps over a
  * set of scopes are here, for the adapters that run them on counters they hold (in memory, or locked rows).
  */
-import type { Effect } from "effect"
-import { Context } from "effect"
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
 import type * as GatewayError from "../errors/GatewayError.js"
 import type { Amounts, Limits } from "./Limits.js"
 import { minus, periodOf } from "./Limits.js"

@@ -6,7 +6,9 @@
  * first, releases it. Over a rate: 429 with the time until the window has room; over the budget: 402; a request that
  * could never fit (its output cap above the per-minute limit): 400.
  */
-import { Context, Effect, Layer } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import type { Principal } from "../auth/Keys.js"
 import * as GatewayError from "../errors/GatewayError.js"
 import * as Cost from "../pricing/Cost.js"

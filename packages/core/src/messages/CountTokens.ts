@@ -4,7 +4,8 @@
  * none can (no Anthropic endpoint, or all failed), the prompt is counted locally (`TokenCounter`). One usage record,
  * at no cost.
  */
-import { Effect, Either } from "effect"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import type * as GatewayError from "../errors/GatewayError.js"
 import * as ContextCompression from "../plugins/ContextCompression.js"
 import type { Attempt, PipelineStep } from "../routing/RoutePlanner.js"

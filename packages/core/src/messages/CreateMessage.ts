@@ -2,8 +2,10 @@
  * The steps of a messages request in order: validation, the preflight plugins, the model choice, then fusion or the
  * execution of the route. A request refused before any upstream has its usage record too (zero tokens, no attempt).
  */
-import type { Clock } from "effect"
-import { Effect, Either, Predicate } from "effect"
+import type * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Predicate from "effect/Predicate"
 import type * as GatewayError from "../errors/GatewayError.js"
 import * as Fusion from "../plugins/Fusion.js"
 import * as ModelChoice from "../plugins/ModelChoice.js"

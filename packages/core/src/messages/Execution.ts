@@ -2,7 +2,7 @@
  * One execution of a messages request: the route planned (health, session, a random draw), then the attempts run
  * for a JSON answer or a stream.
  */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import type * as GatewayError from "../errors/GatewayError.js"
 import * as Admission from "../execution/Admission.js"
 import * as Attempts from "../execution/Attempts.js"

@@ -2,8 +2,9 @@
  * The options and ports the use cases (messages, the OpenAI-compatible APIs) run on, resolved once when a service is
  * built.
  */
-import { Effect, Option } from "effect"
-import type { Context } from "effect"
+import type * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import { Catalogue } from "../catalogue/Catalogue.js"
 import type { CatalogueService } from "../catalogue/Catalogue.js"
 import * as EndpointStats from "../health/EndpointStats.js"

@@ -6,7 +6,8 @@
  * accepted everywhere except inside a `fallbacks` entry and the `provider` preferences, and unknown content block
  * and server tool kinds are accepted as generic `{ type }` objects, so that newer clients keep working.
  */
-import { Either, Schema } from "effect"
+import * as Either from "effect/Either"
+import * as Schema from "effect/Schema"
 import type { InvalidRequest } from "../errors/GatewayError.js"
 import {
   AnyObject,

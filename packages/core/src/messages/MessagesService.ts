@@ -2,7 +2,9 @@
  * The POST /v1/messages use case as a service: the Tag, its shape, `make` (the ports wired once) and `layer`. The
  * steps live beside it (`CreateMessage`, `Execution`, `Attempts`, `StreamCommit`, ...) and in `plugins/`.
  */
-import { Context, Effect, Layer } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import type * as GatewayError from "../errors/GatewayError.js"
 import { countTokens, type TokenCount } from "./CountTokens.js"
 import { create } from "./CreateMessage.js"

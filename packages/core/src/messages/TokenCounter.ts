@@ -3,8 +3,8 @@
  * model can count it (an OpenAI-compatible provider has no such API). An estimate: every provider tokenizes its own
  * way. Without an adapter, the gateway estimates from the prompt's characters (about four per token).
  */
-import { Context } from "effect"
-import type { Effect } from "effect"
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
 import type { JsonObject } from "./Wire.js"
 
 export interface TokenCounterService {

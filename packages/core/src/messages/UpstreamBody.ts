@@ -3,8 +3,8 @@
  * endpoint's model id, and per endpoint the file-parser and context-compression transforms. Also what the body
  * needs of an endpoint, for route planning.
  */
-import type { Scope } from "effect"
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import type { Endpoint, Model } from "../catalogue/Catalogue.js"
 import * as ContextCompression from "../plugins/ContextCompression.js"
 import * as DocumentParser from "../plugins/DocumentParser.js"

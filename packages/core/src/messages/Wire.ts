@@ -3,7 +3,7 @@
  * gateway reads or writes are named; everything else passes through untouched.
  */
 
-import { Predicate } from "effect"
+import * as Predicate from "effect/Predicate"
 
 /** A JSON object as parsed from the wire. */
 export type JsonObject = { [key: string]: unknown }

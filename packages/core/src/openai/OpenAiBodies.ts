@@ -3,7 +3,7 @@
  * stripped, usage asked for in a chat stream, a clamped output cap), what routing needs of an endpoint, where the
  * plugins add to the system prompt, and the conversation the router and moderation plugins read.
  */
-import { Predicate } from "effect"
+import * as Predicate from "effect/Predicate"
 import type { JsonObject } from "../messages/Wire.js"
 import * as GatewayFields from "../routing/GatewayFields.js"
 import type { Requirements } from "../routing/RoutePlanner.js"

@@ -4,7 +4,8 @@
  * them, with the catalogue's model id, the provider and the cost in their usage; in-band errors take each API's own
  * form.
  */
-import { Effect, Predicate } from "effect"
+import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
 import * as GatewayError from "../errors/GatewayError.js"
 import type { Charge } from "../execution/Charging.js"
 import type { Dialect, FrameContext, FrameDialect } from "../execution/Dialect.js"

@@ -3,7 +3,8 @@
  * JSON answer's text (`choices[0].message.content`) is repaired and validated by the configured `ResponseHealer`. It
  * never fails the request.
  */
-import { Effect, Predicate } from "effect"
+import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
 import type { JsonObject } from "../messages/Wire.js"
 import type { ResponseHealerService } from "../plugins/ResponseHealer.js"
 import type { PipelineStep } from "../routing/RoutePlanner.js"

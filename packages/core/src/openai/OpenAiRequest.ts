@@ -4,8 +4,9 @@
  * tools, the message and input shapes), with the gateway's own fields validated exactly as on `/v1/messages`;
  * everything else is forwarded untouched.
  */
-import type { Either } from "effect"
-import { Either as E, Schema } from "effect"
+import type * as Either from "effect/Either"
+import * as E from "effect/Either"
+import * as Schema from "effect/Schema"
 import type { InvalidRequest } from "../errors/GatewayError.js"
 import {
   AnyObject,

@@ -5,8 +5,12 @@
  * before the first content, usage and cost. An OpenAI-compatible endpoint gets the body as the client sent it;
  * another adapter translates it (an Anthropic endpoint serves chat completions).
  */
-import type { Clock } from "effect"
-import { Context, Effect, Either, Layer, Predicate } from "effect"
+import type * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Predicate from "effect/Predicate"
 import * as GatewayError from "../errors/GatewayError.js"
 import * as Admission from "../execution/Admission.js"
 import * as Attempts from "../execution/Attempts.js"

@@ -3,7 +3,7 @@
  * cached prompt tokens (`prompt_tokens_details.cached_tokens`, DeepSeek's `prompt_cache_hit_tokens`) and cache writes
  * where a provider reports them (`cache_write_tokens`); they are billed at their own prices and never twice.
  */
-import { Predicate } from "effect"
+import * as Predicate from "effect/Predicate"
 import type { JsonObject } from "../messages/Wire.js"
 import type * as Cost from "../pricing/Cost.js"
 

@@ -18,7 +18,8 @@
  *    `1 - percentile / 100`. t = 0 chooses the best score, t = 10 the cheapest, 5 weighs both alike. Ties: the
  *    better score, then the cheaper, then by id.
  */
-import { Either, Predicate } from "effect"
+import * as Either from "effect/Either"
+import * as Predicate from "effect/Predicate"
 import type { CatalogueSnapshot, Model } from "../catalogue/Catalogue.js"
 import { InvalidRequest, Unavailable } from "../errors/GatewayError.js"
 import type { Plugin } from "../messages/MessagesRequest.js"

@@ -12,7 +12,7 @@
  *   dearest at 100.
  * - Bands: low [0,20), medium [20,40), high [40,60), xhigh [60,80), max [80,100].
  */
-import { Either } from "effect"
+import * as Either from "effect/Either"
 import type { CatalogueSnapshot, Model, Task } from "../catalogue/Catalogue.js"
 import { Unavailable } from "../errors/GatewayError.js"
 import type { PipelineStep } from "../routing/RoutePlanner.js"

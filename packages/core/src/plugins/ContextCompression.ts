@@ -4,7 +4,7 @@
  * of letting the upstream fail. The system prompt, the first user turn and the last turns are kept, and
  * the result is still a valid Messages conversation. Pure functions; the caller picks the budget.
  */
-import { Predicate } from "effect"
+import * as Predicate from "effect/Predicate"
 import type { JsonObject } from "../messages/Wire.js"
 
 /** The compression engines this module implements (the plugin's `engine` field). */

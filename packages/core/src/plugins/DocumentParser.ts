@@ -3,7 +3,10 @@
  * endpoints that cannot take documents. The port extracts the text; `replaceDocuments` is the pure
  * rewrite of the request body around it.
  */
-import { Context, Data, Effect, Predicate } from "effect"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
 import type { JsonObject } from "../messages/Wire.js"
 
 /** Why a PDF could not be turned into text. */

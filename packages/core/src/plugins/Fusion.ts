@@ -2,7 +2,8 @@
  * The fusion plugin: a panel of models answers in parallel, then the synthesis model answers with their analyses
  * in its system prompt. The request is billed for all of them and has one usage record, the final answer's.
  */
-import { Effect, Either } from "effect"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as GatewayError from "../errors/GatewayError.js"
 import * as Admission from "../execution/Admission.js"
 import * as Quotas from "../limits/Quotas.js"

@@ -2,7 +2,7 @@
  * The model a messages request runs on: the requested one, or the one a router plugin (auto-router, or the router
  * slug as the model; pareto-router; switchyard-router) chooses from the catalogue.
  */
-import { Either } from "effect"
+import * as Either from "effect/Either"
 import type { CatalogueSnapshot } from "../catalogue/Catalogue.js"
 import type * as GatewayError from "../errors/GatewayError.js"
 import type { MessagesPorts } from "../messages/MessagesPorts.js"

@@ -4,7 +4,10 @@
  * The port has a built-in blocklist implementation here; provider-adapters has an adapter for
  * OpenAI-compatible `/moderations` endpoints.
  */
-import { Context, Data, Effect, Predicate } from "effect"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
 import * as GatewayError from "../errors/GatewayError.js"
 import type { JsonObject } from "../messages/Wire.js"
 import type { PipelineStep } from "../routing/RoutePlanner.js"

@@ -11,7 +11,7 @@
  * (scale free: prices that differ by orders of magnitude do not flatten the cheap end). Ties go to the cheaper
  * point, so a two-point frontier yields its cheaper end. A lone frontier point is chosen as is.
  */
-import { Either } from "effect"
+import * as Either from "effect/Either"
 import type { CatalogueSnapshot } from "../catalogue/Catalogue.js"
 import type { Unavailable } from "../errors/GatewayError.js"
 import type { Plugin } from "../messages/MessagesRequest.js"

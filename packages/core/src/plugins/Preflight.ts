@@ -2,7 +2,7 @@
  * The plugins that act on a messages request's input before routing: moderation (a guardrail that can refuse it),
  * web search and web fetch (results added to the system prompt), and the context-compression engine check.
  */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import * as GatewayError from "../errors/GatewayError.js"
 import type { MessagesPorts } from "../messages/MessagesPorts.js"
 import { appendSystem, type JsonObject } from "../messages/Wire.js"

@@ -4,8 +4,9 @@
  * the usual damage (code fences, prose around the JSON, trailing commas, unquoted keys, single quotes,
  * a cut-off end) when the text is not already valid JSON.
  */
-import type { Effect } from "effect"
-import { Context, Data } from "effect"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import type * as Effect from "effect/Effect"
 
 /** Why healing gave up. */
 export type HealingFailure =

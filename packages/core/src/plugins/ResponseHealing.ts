@@ -2,7 +2,7 @@
  * The response-healing plugin: when the request asked for a `json_schema` output format, the JSON answer's text is
  * repaired and validated by the configured `ResponseHealer`. It never fails the request.
  */
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import type { MessagesRequest } from "../messages/MessagesRequest.js"
 import { type Message, messageText } from "../messages/Wire.js"
 import type { PipelineStep } from "../routing/RoutePlanner.js"

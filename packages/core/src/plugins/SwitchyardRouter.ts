@@ -14,7 +14,9 @@
  * - `tools`: the request has (true) or has not (false) a non-empty `tools` array.
  * With no rules it names nothing, so the pareto-router's pick applies.
  */
-import { Context, Either, Layer } from "effect"
+import * as Context from "effect/Context"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
 import type { CatalogueSnapshot, Model, Task } from "../catalogue/Catalogue.js"
 import type { Unavailable } from "../errors/GatewayError.js"
 import type { Plugin } from "../messages/MessagesRequest.js"

@@ -11,7 +11,9 @@
  * 1; ties go to the earlier task of `code, math, analysis, writing`; a conversation scoring below 1 everywhere is
  * `chat`. Only the first 16384 characters of each text are read.
  */
-import { Context, Layer, Predicate } from "effect"
+import * as Context from "effect/Context"
+import * as Layer from "effect/Layer"
+import * as Predicate from "effect/Predicate"
 import type { Task } from "../catalogue/Catalogue.js"
 
 /** Classifies a conversation into a task; pure and synchronous so that routing stays a pure function. */

@@ -3,8 +3,9 @@
  * no default adapter: a deployment wires one in (a search API, a fetcher), and a request that asks for
  * these plugins where none is configured gets a clear 400 (`notConfigured`).
  */
-import type { Effect } from "effect"
-import { Context, Data } from "effect"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import type * as Effect from "effect/Effect"
 import * as GatewayError from "../errors/GatewayError.js"
 
 /** Narrows a search; every field is optional and an adapter ignores what its provider cannot do. */

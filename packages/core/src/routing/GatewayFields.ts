@@ -4,7 +4,7 @@
  * `{model}` entries, never both with `models`), `provider` preferences, the deprecated `route`, and `plugins` (spec
  * 2.1.3 and the limits of section 8). None of them is sent to a provider.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 import {
   AnyObject,
   arrayOf,

@@ -6,7 +6,11 @@
  * e.g. `provider.bogus`), so that a misspelt preference never silently routes somewhere the client did not want.
  * Every key may also be `null`, which means the same as leaving it out (OpenRouter's SDK sends nulls).
  */
-import { Either, ParseResult, Predicate, Schema, SchemaAST } from "effect"
+import * as Either from "effect/Either"
+import * as ParseResult from "effect/ParseResult"
+import * as Predicate from "effect/Predicate"
+import * as Schema from "effect/Schema"
+import * as SchemaAST from "effect/SchemaAST"
 import { show } from "../internal/Values.js"
 import { isDecimal } from "../pricing/Cost.js"
 

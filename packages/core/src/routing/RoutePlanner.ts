@@ -46,7 +46,7 @@
  * the weighted choice (`WeightedChoice`) and the order (`CandidateOrder`); this module makes the plan of them and
  * re-exports what callers use.
  */
-import { Either } from "effect"
+import * as Either from "effect/Either"
 import type { CatalogueSnapshot, Endpoint, Model } from "../catalogue/Catalogue.js"
 import { InvalidRequest, NotFound } from "../errors/GatewayError.js"
 import { lastResortsLast, orderGroup } from "./CandidateOrder.js"

@@ -2,8 +2,9 @@
  * The session affinity port: a session key → the endpoint that served it last, expiring after 10
  * minutes idle. With a shared adapter, every gateway process routes a session the same way.
  */
-import type { Effect, Option } from "effect"
-import { Context } from "effect"
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
 
 /** Idle time after which a session forgets its endpoint. */
 export const IDLE_TTL_MS = 10 * 60 * 1000

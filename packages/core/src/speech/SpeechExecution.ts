@@ -4,8 +4,12 @@
  * handed on as they arrive; a failure after that cannot change the status any more, and ends the answer abruptly
  * (the binding drops the connection, so that a client never takes truncated audio for a whole answer).
  */
-import type { Scope } from "effect"
-import { Effect, Either, ExecutionStrategy, Exit, Scope as Scopes } from "effect"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as ExecutionStrategy from "effect/ExecutionStrategy"
+import * as Exit from "effect/Exit"
+import type * as Scope from "effect/Scope"
+import * as Scopes from "effect/Scope"
 import * as GatewayError from "../errors/GatewayError.js"
 import { failureStep, outcomeOf, recordAttempt, recordFailedAttempt, successStep } from "../execution/Attempts.js"
 import * as UsageAccounting from "../messages/UsageAccounting.js"

@@ -17,7 +17,7 @@
  * A clip's `data` is a base64 data URI of an audio type (`data:audio/wav;base64,...`) or, as OpenRouter's SDK also
  * allows, plain base64; an image's `url` is an http(s) URL or a base64 data URI of an image type.
  */
-import { Either } from "effect"
+import * as Either from "effect/Either"
 
 /** A reference audio clip as sent: `{type: "input_audio", input_audio: {data, format?}}`. */
 export interface InputAudioPart {

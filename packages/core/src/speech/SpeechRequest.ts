@@ -9,7 +9,9 @@
  * 3) name further candidate models. Optional fields may be `null`, which means the same as leaving them out. Unknown
  * fields are ignored: what reaches a provider is built from the known fields and that provider's options.
  */
-import { Either, Predicate, Schema } from "effect"
+import * as Either from "effect/Either"
+import * as Predicate from "effect/Predicate"
+import * as Schema from "effect/Schema"
 import { InvalidRequest } from "../errors/GatewayError.js"
 import {
   AnyObject,

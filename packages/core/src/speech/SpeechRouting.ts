@@ -7,7 +7,7 @@
  * endpoints): 404. Known but not a speech model: 400. No endpoint of any candidate model has the capability the
  * references need: 400 naming it, since no retry can help (never 503).
  */
-import { Either } from "effect"
+import * as Either from "effect/Either"
 import type { CatalogueSnapshot, Endpoint, Model } from "../catalogue/Catalogue.js"
 import { InvalidRequest, NotFound } from "../errors/GatewayError.js"
 import * as RoutePlanner from "../routing/RoutePlanner.js"

@@ -2,8 +2,8 @@
  * The vocabulary the speech use case's modules share: the ports it runs on, one request on its way through the
  * attempts, and what it answers.
  */
-import type { Scope } from "effect"
-import type { Effect } from "effect"
+import type * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import type { CatalogueService } from "../catalogue/Catalogue.js"
 import type * as GatewayError from "../errors/GatewayError.js"
 import type { EndpointStatsService } from "../health/EndpointStats.js"

@@ -3,7 +3,10 @@
  * The steps live beside it: `SpeechRequest` and `SpeechReferences` (validation), `SpeechRouting` (the route),
  * `SpeechExecution` (attempts, fallback before the first byte, the audio as it arrives, the records), `Synthesize`.
  */
-import { Context, Effect, Layer, Option } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import { Catalogue } from "../catalogue/Catalogue.js"
 import type * as GatewayError from "../errors/GatewayError.js"
 import * as EndpointStats from "../health/EndpointStats.js"

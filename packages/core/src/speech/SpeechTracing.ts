@@ -6,8 +6,10 @@
  * attributes, and every other key of `trace` is an attribute `trace.metadata.<key>` (custom metadata). The session,
  * the end user, the model, the provider that answered and the generation id are attributes too.
  */
-import type { Exit } from "effect"
-import { Clock, Effect, Tracer } from "effect"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import type * as Exit from "effect/Exit"
+import * as Tracer from "effect/Tracer"
 import type { SpeechTrace } from "./SpeechRequest.js"
 
 /** A span's name when `trace.span_name` gives none. */

@@ -3,8 +3,14 @@
  * models, the capabilities the references need, the planner's preferences, health and stickiness), then the attempts.
  * A request refused before any upstream has its usage record too (no attempt, nothing owed).
  */
-import type { Clock, Tracer } from "effect"
-import { Effect, Either, Exit, Option, Predicate, Random } from "effect"
+import type * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
+import * as Random from "effect/Random"
+import type * as Tracer from "effect/Tracer"
 import type * as GatewayError from "../errors/GatewayError.js"
 import * as Admission from "../execution/Admission.js"
 import * as Quotas from "../limits/Quotas.js"

@@ -3,8 +3,13 @@
  * protocol and always answer in the Anthropic Messages shape the gateway serves. Failures are
  * classified so the executor can decide whether to fall back.
  */
-import type { Chunk, Scope } from "effect"
-import { Context, Data, Effect, Option, Stream } from "effect"
+import type * as Chunk from "effect/Chunk"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import type { Endpoint } from "../catalogue/Catalogue.js"
 import * as GatewayError from "../errors/GatewayError.js"
 import type { JsonObject, Message, StreamEvent } from "../messages/Wire.js"

@@ -2,8 +2,8 @@
  * The usage log port: one record per request, written off the request path (adapters buffer and
  * write in batches) so that logging never adds latency to a request.
  */
-import type { Effect } from "effect"
-import { Context } from "effect"
+import * as Context from "effect/Context"
+import type * as Effect from "effect/Effect"
 
 export interface UsageRecord {
   readonly requestId: string

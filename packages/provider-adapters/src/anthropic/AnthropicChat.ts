@@ -5,7 +5,10 @@
  * are `unsupported` here, so the executor tries the next endpoint.
  */
 import { Upstream, type Wire } from "@model-gateway/core"
-import { Chunk, Effect, Either, type Scope } from "effect"
+import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import type * as Scope from "effect/Scope"
 import * as ChatTranslate from "./ChatTranslate.js"
 
 /** The Messages calls of an Anthropic adapter. */

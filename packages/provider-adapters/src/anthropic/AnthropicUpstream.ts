@@ -5,8 +5,8 @@
  */
 import { Wire } from "@model-gateway/core"
 import { Upstream } from "@model-gateway/core"
-import { Effect } from "effect"
-import type { Scope } from "effect"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import type { Timeouts } from "../internal/Transport.js"
 import { openEventStream, postJson, scopedTransport } from "../internal/Transport.js"
 import * as AnthropicChat from "./AnthropicChat.js"

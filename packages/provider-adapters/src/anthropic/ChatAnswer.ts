@@ -4,7 +4,7 @@
  * `chat.completion.chunk`s made as each event arrives. No I/O, no SSE framing.
  */
 import { Upstream, Wire } from "@model-gateway/core"
-import { Either } from "effect"
+import * as Either from "effect/Either"
 
 type JsonObject = Wire.JsonObject
 type UpstreamError = Upstream.UpstreamError

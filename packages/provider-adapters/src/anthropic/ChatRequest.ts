@@ -3,7 +3,7 @@
  * Anthropic Messages request, for an upstream that speaks the Anthropic protocol. No I/O.
  */
 import { Upstream, Wire } from "@model-gateway/core"
-import { Either } from "effect"
+import * as Either from "effect/Either"
 
 type JsonObject = Wire.JsonObject
 type UpstreamError = Upstream.UpstreamError

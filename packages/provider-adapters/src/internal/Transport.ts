@@ -1,20 +1,20 @@
 /**
- * The lean HTTP edge to upstreams: `undici` with one pooled Agent per provider, explicit timeouts,
- * and interruption tied to the request so that a client disconnect aborts the upstream.
+ * The lean HTTP edge to upstreams: `node:http` with one keep-alive pool per provider (`HttpClient`), explicit
+ * timeouts, and interruption tied to the request so that a client disconnect aborts the upstream.
  *
- * Requests go to the Agent's `dispatch` with a small handler of our own, inside `Effect.async`:
- * no AbortController, promise, URL parse or body `Readable` per call. The handler collects a JSON
+ * Requests go to `HttpClient.post` with a small handler of our own, inside `Effect.async`:
+ * no AbortController, promise or URL parse per call. The handler collects a JSON
  * answer's chunks and parses them once; a stream's events are parsed as each network read arrives
  * and handed on as one `Chunk` per read, through a pull (`openEventStream`), so Effect runs per
  * read, not per event. Interruption of a JSON call, or the end of a stream's scope before the body
  * was read to its end, aborts the request; a body read to its end is not aborted.
  */
 import { Upstream } from "@model-gateway/core"
-import type { Scope } from "effect"
-import { Chunk, Effect } from "effect"
+import * as Chunk from "effect/Chunk"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import { createParser, type EventSourceMessage, type EventSourceParser } from "eventsource-parser"
-import { Agent, errors as UndiciErrors, util as UndiciUtil } from "undici"
-import type { Dispatcher } from "undici"
+import * as HttpClient from "./HttpClient.js"
 
 /** Time limits of one provider; all in milliseconds. */
 export interface Timeouts {
@@ -36,24 +36,15 @@ export const defaultTimeouts: Timeouts = {
 }
 
 export interface Transport {
-  readonly agent: Dispatcher
+  readonly pool: HttpClient.Pool
   readonly timeouts: Timeouts
 }
 
-/** One connection pool per provider; close it with its scope (`scopedTransport`) or `agent.close()`. */
-export const makeTransport = (timeouts: Partial<Timeouts> = {}): Transport => {
-  const t = { ...defaultTimeouts, ...timeouts }
-  return {
-    timeouts: t,
-    agent: new Agent({
-      connect: { timeout: t.connectMs },
-      keepAliveTimeout: 30_000,
-      keepAliveMaxTimeout: 600_000,
-      connections: 256,
-      pipelining: 1
-    })
-  }
-}
+/** One connection pool per provider; close it with its scope (`scopedTransport`) or `pool.drain`. */
+export const makeTransport = (timeouts: Partial<Timeouts> = {}): Transport => ({
+  timeouts: { ...defaultTimeouts, ...timeouts },
+  pool: new HttpClient.Pool()
+})
 
 /**
  * A connection pool that lives as long as the current scope: closing the scope closes its connections (waiting at most
@@ -62,15 +53,7 @@ export const makeTransport = (timeouts: Partial<Timeouts> = {}): Transport => {
 export const scopedTransport = (timeouts: Partial<Timeouts> = {}): Effect.Effect<Transport, never, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.sync(() => makeTransport(timeouts)),
-    ({ agent }) =>
-      Effect.promise(() => agent.close()).pipe(
-        Effect.timeoutTo({
-          duration: "1 second",
-          onSuccess: () => Effect.void,
-          onTimeout: () => Effect.promise(() => agent.destroy())
-        }),
-        Effect.flatten
-      )
+    ({ pool }) => Effect.promise(() => pool.drain(1_000))
   )
 
 export const firstHeader = (value: string | Array<string> | undefined): string | undefined =>
@@ -127,13 +110,10 @@ export const classifyStatus = (
   return new Upstream.UpstreamError({ kind, status, message, errorType, retryAfterMs })
 }
 
-/** Maps a thrown transport error (undici, socket, abort) to a classified upstream failure. */
+/** Maps a thrown transport error (time limit, socket, abort) to a classified upstream failure. */
 export const classifyThrown = (cause: unknown): Upstream.UpstreamError => {
   if (cause instanceof Upstream.UpstreamError) return cause
-  if (
-    cause instanceof UndiciErrors.HeadersTimeoutError || cause instanceof UndiciErrors.BodyTimeoutError ||
-    cause instanceof UndiciErrors.ConnectTimeoutError
-  ) {
+  if (cause instanceof HttpClient.TimeoutError) {
     return new Upstream.UpstreamError({ kind: "timeout", message: `upstream timed out: ${cause.message}` })
   }
   const error = cause as { code?: string; message?: string } | undefined
@@ -157,51 +137,28 @@ export interface HttpCall {
   readonly check?: ((json: unknown) => Upstream.UpstreamError | undefined) | undefined
 }
 
-/** An upstream URL split as undici's dispatcher takes it. */
-export interface Target {
-  readonly origin: string
-  readonly path: string
-}
+export const targetOf = HttpClient.targetOf
 
-// Adapters call one or two fixed URLs: each is split once (as undici's `request(url)` would on every call).
-const targets = new Map<string, Target>()
-
-/** Splits `url` for undici's dispatcher (cached: adapters call a few fixed URLs); throws on a URL that is not http(s). */
-export const targetOf = (url: string): Target => {
-  let target = targets.get(url)
-  if (target === undefined) {
-    const parsed = new URL(url)
-    if (!/^https?:/.test(parsed.origin || parsed.protocol)) {
-      throw new UndiciErrors.InvalidArgumentError("Invalid URL protocol: the URL must start with `http:` or `https:`.")
-    }
-    target = { origin: parsed.origin, path: parsed.search ? `${parsed.pathname}${parsed.search}` : parsed.pathname }
-    if (targets.size >= 1_000) targets.clear()
-    targets.set(url, target)
-  }
-  return target
-}
-
-/** Sends the call to the transport's Agent with `handler`; a call that cannot be sent fails through the handler. */
-const dispatch = (transport: Transport, call: HttpCall, handler: Dispatcher.DispatchHandler): void => {
-  let target: Target
+/** Sends the call through the transport's pool to `handler`; a call that cannot be sent fails through the handler. */
+const dispatch = (transport: Transport, call: HttpCall, handler: HttpClient.Handler): void => {
+  let target: HttpClient.Target
   try {
     target = targetOf(call.url)
   } catch (error) {
-    handler.onError!(error as Error)
+    handler.onError(error as Error)
     return
   }
-  transport.agent.dispatch({
-    origin: target.origin,
-    path: target.path,
-    method: "POST",
+  const { timeouts } = transport
+  HttpClient.post(transport.pool, target, {
     headers: call.headers,
     body: call.body,
-    headersTimeout: call.stream ? transport.timeouts.firstByteMs : transport.timeouts.requestMs,
-    bodyTimeout: call.stream ? transport.timeouts.idleMs : transport.timeouts.requestMs
+    connectMs: timeouts.connectMs,
+    headersMs: call.stream ? timeouts.firstByteMs : timeouts.requestMs,
+    bodyMs: call.stream ? timeouts.idleMs : timeouts.requestMs
   }, handler)
 }
 
-/** A body's text as undici's `body.text()` reads it: UTF-8, without a byte order mark. */
+/** A body's text as `fetch`'s `text()` reads it: UTF-8, without a byte order mark. */
 const textOf = (chunks: ReadonlyArray<Buffer>, length: number): string => {
   if (chunks.length === 0 || length === 0) return ""
   const buffer = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, length)
@@ -232,7 +189,7 @@ export const withoutCredentials = (message: string, headers: Readonly<Record<str
 const errorFromResponse = (
   call: HttpCall,
   status: number,
-  rawHeaders: Array<Buffer> | undefined,
+  headers: HttpClient.Headers | undefined,
   text: string
 ): Upstream.UpstreamError => {
   let parsed: unknown = undefined
@@ -246,18 +203,16 @@ const errorFromResponse = (
     status,
     withoutCredentials(described.message, call.headers),
     described.type,
-    retryAfterOf(rawHeaders === undefined ? {} : UndiciUtil.parseHeaders(rawHeaders))
+    retryAfterOf(headers ?? {})
   )
 }
 
-const aborted = () => new UndiciErrors.RequestAbortedError()
-
-/** Collects one JSON answer (undici's legacy handler interface, the one its own `request` implements). */
-class JsonHandler {
+/** Collects one JSON answer. */
+class JsonHandler implements HttpClient.Handler {
   private abort: ((reason?: Error) => void) | undefined = undefined
   private done = false
   private status = 0
-  private rawHeaders: Array<Buffer> | undefined = undefined
+  private headers: HttpClient.Headers | undefined = undefined
   private chunks: Array<Buffer> = []
   private length = 0
 
@@ -267,15 +222,13 @@ class JsonHandler {
   ) {}
 
   onConnect(abort: (reason?: Error) => void): void {
-    if (this.done) abort(aborted())
+    if (this.done) abort()
     else this.abort = abort
   }
 
-  onHeaders(statusCode: number, rawHeaders: Array<Buffer>): boolean {
-    if (statusCode >= 200) {
-      this.status = statusCode
-      this.rawHeaders = rawHeaders
-    }
+  onHeaders(statusCode: number, headers: HttpClient.Headers): boolean {
+    this.status = statusCode
+    this.headers = headers
     return true
   }
 
@@ -291,7 +244,7 @@ class JsonHandler {
     const text = textOf(this.chunks, this.length)
     this.chunks = []
     if (this.status >= 300) {
-      return this.resume(Effect.fail(errorFromResponse(this.call, this.status, this.rawHeaders, text)))
+      return this.resume(Effect.fail(errorFromResponse(this.call, this.status, this.headers, text)))
     }
     let json: unknown
     try {
@@ -315,7 +268,7 @@ class JsonHandler {
     this.chunks = []
     // An error answer whose body could not be read is still that error, with an empty text.
     this.resume(Effect.fail(
-      this.status >= 300 ? errorFromResponse(this.call, this.status, this.rawHeaders, "") : classifyThrown(error)
+      this.status >= 300 ? errorFromResponse(this.call, this.status, this.headers, "") : classifyThrown(error)
     ))
   }
 
@@ -323,7 +276,7 @@ class JsonHandler {
   cancel(): void {
     if (this.done) return
     this.done = true
-    this.abort?.(aborted())
+    this.abort?.()
   }
 }
 
@@ -353,13 +306,13 @@ const HIGH_WATER_MARK = 64 * 1024
 export type Pull<A> = Effect.Effect<Chunk.Chunk<A> | undefined, Upstream.UpstreamError>
 
 /** One streamed answer: decodes each network read's events at once, and hands them to the puller as one chunk. */
-class EventStreamHandler<A> {
+class EventStreamHandler<A> implements HttpClient.Handler {
   private abort: ((reason?: Error) => void) | undefined = undefined
   /** The request is over: its body was read to the end, it failed, or it was aborted. */
   private finished = false
   private closed = false
   private status = 0
-  private rawHeaders: Array<Buffer> | undefined = undefined
+  private headers: HttpClient.Headers | undefined = undefined
   private errorChunks: Array<Buffer> = []
   private errorLength = 0
   private resumeSocket: (() => void) | undefined = undefined
@@ -442,16 +395,14 @@ class EventStreamHandler<A> {
   })
 
   onConnect(abort: (reason?: Error) => void): void {
-    if (this.closed) abort(aborted())
+    if (this.closed) abort()
     else this.abort = abort
   }
 
-  onHeaders(statusCode: number, rawHeaders: Array<Buffer>, resume: () => void): boolean {
-    if (statusCode >= 200) {
-      this.status = statusCode
-      this.rawHeaders = rawHeaders
-      this.resumeSocket = resume
-    }
+  onHeaders(statusCode: number, headers: HttpClient.Headers, resume: () => void): boolean {
+    this.status = statusCode
+    this.headers = headers
+    this.resumeSocket = resume
     return true
   }
 
@@ -478,7 +429,7 @@ class EventStreamHandler<A> {
       this.failure = errorFromResponse(
         this.call,
         this.status,
-        this.rawHeaders,
+        this.headers,
         textOf(this.errorChunks, this.errorLength)
       )
       this.errorChunks = []
@@ -500,7 +451,7 @@ class EventStreamHandler<A> {
     if (this.finished) return
     this.finished = true
     if (this.status >= 300) {
-      this.failure = errorFromResponse(this.call, this.status, this.rawHeaders, "")
+      this.failure = errorFromResponse(this.call, this.status, this.headers, "")
       this.errorChunks = []
     } else if (!this.stopped) {
       this.failure = classifyThrown(error)
@@ -514,7 +465,7 @@ class EventStreamHandler<A> {
     this.waiter = undefined
     if (this.finished) return
     this.finished = true
-    this.abort?.(aborted())
+    this.abort?.()
   }
 }
 

@@ -4,8 +4,8 @@
  * a `finish_reason`, and the reasoning text of a message or delta. No I/O.
  */
 import type { Upstream, Wire } from "@model-gateway/core"
-import type { Either } from "effect"
-import { Predicate } from "effect"
+import type * as Either from "effect/Either"
+import * as Predicate from "effect/Predicate"
 import { classifyInBandError } from "./OpenAiErrors.js"
 import { asArray, asNumber, asObject, asString, attempt, fail, randomId } from "./Translation.js"
 

@@ -5,7 +5,7 @@
  * and the response format. Fails with `unsupported` for what the upstream cannot express. No I/O.
  */
 import type { Upstream, Wire } from "@model-gateway/core"
-import type { Either } from "effect"
+import type * as Either from "effect/Either"
 import { asArray, asNumber, asObject, asString, attempt, fail } from "./Translation.js"
 
 type JsonObject = Wire.JsonObject

@@ -4,8 +4,8 @@
  * the first content and closed, with its stop reason and usage, at the end of the stream. No I/O, no SSE framing.
  */
 import type { Upstream, Wire } from "@model-gateway/core"
-import type { Either } from "effect"
-import { Predicate } from "effect"
+import type * as Either from "effect/Either"
+import * as Predicate from "effect/Predicate"
 import { reasoningOf, stopReason, usageFromOpenAi } from "./OpenAiChatAnswer.js"
 import { classifyInBandError } from "./OpenAiErrors.js"
 import { asArray, asNumber, asObject, asString, attempt, fail, randomId } from "./Translation.js"

@@ -5,7 +5,8 @@
  */
 import { Upstream } from "@model-gateway/core"
 import type { Wire } from "@model-gateway/core"
-import { Effect, type Scope } from "effect"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import type { Transport } from "../internal/Transport.js"
 import { openEventStream, postJson } from "../internal/Transport.js"
 import * as OpenAiTranslate from "./OpenAiTranslate.js"

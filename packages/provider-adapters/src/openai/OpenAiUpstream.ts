@@ -5,8 +5,9 @@
  */
 import type { Wire } from "@model-gateway/core"
 import { Upstream } from "@model-gateway/core"
-import type { Scope } from "effect"
-import { Effect, Either } from "effect"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import type * as Scope from "effect/Scope"
 import type { Timeouts } from "../internal/Transport.js"
 import { openEventStream, postJson, scopedTransport } from "../internal/Transport.js"
 import * as OpenAiPassThrough from "./OpenAiPassThrough.js"

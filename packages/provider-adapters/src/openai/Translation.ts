@@ -5,7 +5,8 @@
  */
 import type { Wire } from "@model-gateway/core"
 import { Upstream } from "@model-gateway/core"
-import { Either, Predicate } from "effect"
+import * as Either from "effect/Either"
+import * as Predicate from "effect/Predicate"
 
 type JsonObject = Wire.JsonObject
 type UpstreamError = Upstream.UpstreamError

@@ -10,7 +10,8 @@ import { Ajv } from "ajv"
 import addFormats from "ajv-formats"
 import { Ajv2019 } from "ajv/dist/2019.js"
 import { Ajv2020 } from "ajv/dist/2020.js"
-import { Effect, Layer } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { jsonrepair } from "jsonrepair"
 
 export interface JsonSchemaHealerOptions {

@@ -1,12 +1,13 @@
 /**
  * The Moderation port against an OpenAI-compatible moderation API: `POST {baseUrl}/moderations` with
  * `{ input: string[], model? }`, answered by `{ results: [{ flagged, categories: { name: boolean } }] }`.
- * One pooled undici Agent, a short default time limit, and interruption aborts the request. Any failure
+ * One connection pool, a short default time limit, and interruption aborts the request. Any failure
  * (transport, an error status, an unexpected body) is `ModerationUnavailable`: whether to let the
  * request through then is the caller's choice.
  */
 import { Moderation } from "@model-gateway/core"
-import { Effect, Layer } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import type { Timeouts } from "../internal/Transport.js"
 import { makeTransport, postJson, scopedTransport, type Transport } from "../internal/Transport.js"
 

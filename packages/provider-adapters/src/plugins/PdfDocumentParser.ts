@@ -5,7 +5,8 @@
  * the limits are also what bounds the CPU one document can take.
  */
 import { DocumentParser } from "@model-gateway/core"
-import { Effect, Layer } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { getDocumentProxy } from "unpdf"
 
 export interface PdfParserOptions {

@@ -1,16 +1,15 @@
 /**
  * A POSTed JSON request whose answer is a binary body read as it arrives (raw audio): the counterpart for bytes of
- * `Transport.openEventStream`, on the same pooled undici `Agent` and time-outs. Opening waits for the response head,
+ * `Transport.openEventStream`, on the same connection pool and time-outs. Opening waits for the response head,
  * so that an error status (or a body that is not what was asked for) fails the attempt before any byte is handed on;
  * then each pull gives the bytes that arrived since the previous one. Back-pressure: past 64 KiB read ahead of the
  * puller, the socket waits. Closing the scope before the body has ended aborts the request.
  */
 import { Upstream } from "@model-gateway/core"
-import type { Scope } from "effect"
-import { Effect } from "effect"
-import { errors as UndiciErrors, util as UndiciUtil } from "undici"
-import type { Dispatcher } from "undici"
-import type { Target, Transport } from "../internal/Transport.js"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+import * as HttpClient from "../internal/HttpClient.js"
+import type { Transport } from "../internal/Transport.js"
 import {
   classifyStatus,
   classifyThrown,
@@ -43,9 +42,7 @@ export interface ByteResponse {
 
 const HIGH_WATER_MARK = 64 * 1024
 
-const aborted = () => new UndiciErrors.RequestAbortedError()
-
-class ByteStreamHandler {
+class ByteStreamHandler implements HttpClient.Handler {
   private abort: ((reason?: Error) => void) | undefined = undefined
   private finished = false
   private closed = false
@@ -124,14 +121,13 @@ class ByteStreamHandler {
   })
 
   onConnect(abort: (reason?: Error) => void): void {
-    if (this.closed) abort(aborted())
+    if (this.closed) abort()
     else this.abort = abort
   }
 
-  onHeaders(statusCode: number, rawHeaders: Array<Buffer>, resume: () => void): boolean {
-    if (statusCode < 200) return true
+  onHeaders(statusCode: number, headers: HttpClient.Headers, resume: () => void): boolean {
     this.status = statusCode
-    this.headers = UndiciUtil.parseHeaders(rawHeaders) as Record<string, string | Array<string> | undefined>
+    this.headers = headers
     this.resumeSocket = resume
     if (statusCode >= 300) {
       this.errorHead = { status: statusCode, detail: undefined }
@@ -209,7 +205,7 @@ class ByteStreamHandler {
     this.headWaiter = undefined
     if (this.finished) return
     this.finished = true
-    this.abort?.(aborted())
+    this.abort?.()
   }
 }
 
@@ -225,22 +221,20 @@ export const openByteStream = (
     Effect.acquireRelease(
       Effect.sync(() => {
         const handler = new ByteStreamHandler(call)
-        let target: Target
+        let target: HttpClient.Target
         try {
           target = targetOf(call.url)
         } catch (error) {
           handler.onError(error as Error)
           return handler
         }
-        transport.agent.dispatch({
-          origin: target.origin,
-          path: target.path,
-          method: "POST",
+        HttpClient.post(transport.pool, target, {
           headers: call.headers,
           body: call.body,
-          headersTimeout: transport.timeouts.firstByteMs,
-          bodyTimeout: transport.timeouts.idleMs
-        }, handler as unknown as Dispatcher.DispatchHandler)
+          connectMs: transport.timeouts.connectMs,
+          headersMs: transport.timeouts.firstByteMs,
+          bodyMs: transport.timeouts.idleMs
+        }, handler)
         return handler
       }),
       (handler) => Effect.sync(() => handler.close())

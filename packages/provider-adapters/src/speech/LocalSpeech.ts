@@ -13,8 +13,8 @@
  * it the engine answers every request with an `unsupported` failure saying how to install it.
  */
 import { Upstream } from "@model-gateway/core"
-import type { Scope } from "effect"
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import { createRequire } from "node:module"
 import { Worker } from "node:worker_threads"
 import * as EspeakVoices from "./EspeakVoices.js"

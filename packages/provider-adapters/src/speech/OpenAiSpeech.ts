@@ -5,8 +5,8 @@
  * OpenRouter's shape, to endpoints the catalogue says support them.
  */
 import type { SpeechReferences, Upstream, Wire } from "@model-gateway/core"
-import type { Scope } from "effect"
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
 import type { Timeouts } from "../internal/Transport.js"
 import { scopedTransport } from "../internal/Transport.js"
 import { openByteStream } from "./ByteStream.js"

@@ -9,7 +9,9 @@
  */
 import type { Wire } from "@model-gateway/core"
 import { TokenCounter } from "@model-gateway/core"
-import { Effect, Layer, Predicate } from "effect"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Predicate from "effect/Predicate"
 
 type Encode = (text: string) => number
 

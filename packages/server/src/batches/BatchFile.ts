@@ -4,7 +4,8 @@
  * The endpoint and the model come from the command's options, else from the lines (which must then agree). A problem
  * names the file and line.
  */
-import { Data, Predicate } from "effect"
+import * as Data from "effect/Data"
+import * as Predicate from "effect/Predicate"
 
 /** A batch file that cannot be submitted; the message names the file and line. */
 export class BatchFileError extends Data.TaggedError("BatchFileError")<{ readonly message: string }> {}

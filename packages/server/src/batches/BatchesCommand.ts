@@ -4,8 +4,13 @@
  * Lines file, submits it, shows its progress while it polls, and writes the results (one a line, as the API gives
  * them, in submission order) to a file.
  */
-import { FileSystem } from "@effect/platform"
-import { Config, Console, Data, Effect, Option, Redacted } from "effect"
+import * as FileSystem from "@effect/platform/FileSystem"
+import * as Config from "effect/Config"
+import * as Console from "effect/Console"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Redacted from "effect/Redacted"
 import * as BatchFile from "./BatchFile.js"
 import * as BatchProgress from "./BatchProgress.js"
 

@@ -2,7 +2,7 @@
  * Column schemas that read the same on SQLite and PostgreSQL: SQLite has no boolean (0/1) and PostgreSQL returns
  * BIGINT columns as strings. Rows are decoded with these (through `SqlSchema`), not converted by hand.
  */
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 /** A boolean stored as an INTEGER 0/1. */
 export const Flag = Schema.transform(Schema.Union(Schema.Number, Schema.Boolean), Schema.Boolean, {
