@@ -2,42 +2,27 @@
  * The ResponseHealer port with `jsonrepair` and `ajv`. The JSON is located in the answer (inside a
  * code fence, or the outermost object or array among the prose), repaired by `jsonrepair` (trailing
  * commas, unquoted keys, single quotes, comments, a cut-off end, ...) and validated by `ajv` with all
- * errors reported. Compiled validators are cached by the schema's JSON text, in a bounded LRU map.
+ * errors reported. Compiled validators are cached by the schema's JSON text, in a bounded LRU map
+ * (JsonSchemaCompiler, loaded with `ajv` when a schema is first asked for).
  */
 import { ResponseHealer } from "@model-gateway/core"
 import type { ErrorObject, ValidateFunction } from "ajv"
-import { Ajv } from "ajv"
-import addFormats from "ajv-formats"
-import { Ajv2019 } from "ajv/dist/2019.js"
-import { Ajv2020 } from "ajv/dist/2020.js"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { jsonrepair } from "jsonrepair"
+import type { Compiled } from "./JsonSchemaCompiler.js"
 
 export interface JsonSchemaHealerOptions {
   /** Compiled schemas kept, least recently used dropped first. Default 256. */
   readonly maxCachedSchemas?: number | undefined
 }
 
-/** Schemas whose JSON text is longer than this are compiled for each call instead of cached. */
-const MAX_CACHED_SCHEMA_CHARS = 100_000
 /** At most this many pieces of the text are tried as the JSON. */
 const MAX_CANDIDATES = 8
 /** Longer answers are not repaired (jsonrepair takes about 1 µs per character, more with many repairs). */
 const MAX_TEXT_CHARS = 1_000_000
 /** At most this many schema violations are listed. */
 const MAX_ISSUES = 20
-
-type Compiled = { readonly validate: ValidateFunction } | { readonly issues: ReadonlyArray<string> }
-
-const ajvOptions = { allErrors: true, strict: false, addUsedSchema: false, logger: false } as const
-
-type AnyAjv = Ajv | Ajv2019 | Ajv2020
-
-const withFormats = <A extends AnyAjv>(ajv: A): A => {
-  addFormats.default(ajv as unknown as Ajv, { keywords: false })
-  return ajv
-}
 
 const describeErrors = (errors: ReadonlyArray<ErrorObject> | null | undefined): Array<string> => {
   const list = (errors ?? []).map((error) => {
@@ -165,80 +150,24 @@ export const healWith = (
 
 /** A ResponseHealer with its own validator cache. */
 export const make = (options: JsonSchemaHealerOptions = {}): ResponseHealer.ResponseHealerService => {
-  const maxCached = Math.max(1, options.maxCachedSchemas ?? 256)
-  const draft2020 = withFormats(new Ajv2020(ajvOptions))
-  let draft07: Ajv | undefined
-  let draft2019: Ajv2019 | undefined
-  const legacy = () => (draft07 ??= withFormats(new Ajv(ajvOptions)))
-  const cache = new Map<string, Compiled>()
-
-  const compileWith = (ajv: AnyAjv, schema: object | boolean): ValidateFunction => {
-    try {
-      return ajv.compile(schema)
-    } finally {
-      // the validator is kept here; ajv's own cache is keyed by schema object and would grow per request
-      if (typeof schema === "object") ajv.removeSchema(schema)
-    }
-  }
-
-  const compile = (schema: unknown): Compiled => {
-    if (typeof schema === "boolean") return { validate: compileWith(draft2020, schema) }
-    if (typeof schema !== "object" || schema === null || Array.isArray(schema)) {
-      return { issues: ["the schema must be a JSON object"] }
-    }
-    const dialect = (schema as { $schema?: unknown }).$schema
-    try {
-      if (typeof dialect === "string" && dialect.includes("2020-12")) {
-        return { validate: compileWith(draft2020, schema) }
-      }
-      if (typeof dialect === "string" && dialect.includes("2019-09")) {
-        return { validate: compileWith(draft2019 ??= withFormats(new Ajv2019(ajvOptions)), schema) }
-      }
-      if (dialect === undefined) {
-        // no dialect named: JSON Schema 2020-12 (what current generators emit), else draft-07 (tuples as `items: [...]`)
-        try {
-          return { validate: compileWith(draft2020, schema) }
-        } catch {
-          return { validate: compileWith(legacy(), schema) }
-        }
-      }
-      const { $schema: _, ...rest } = schema as Record<string, unknown>
-      return {
-        validate: compileWith(legacy(), typeof dialect === "string" && dialect.includes("draft-07") ? schema : rest)
-      }
-    } catch (error) {
-      return { issues: [error instanceof Error ? error.message : String(error)] }
-    }
-  }
-
-  const validatorFor = (schema: unknown): Compiled => {
-    let key: string | undefined
-    try {
-      key = JSON.stringify(schema)
-    } catch {
-      key = undefined
-    }
-    if (key === undefined || key.length > MAX_CACHED_SCHEMA_CHARS) return compile(schema)
-    const hit = cache.get(key)
-    if (hit !== undefined) {
-      cache.delete(key)
-      cache.set(key, hit)
-      return hit
-    }
+  const maxCached = options.maxCachedSchemas ?? 256
+  let validatorFor: ((schema: unknown) => Compiled) | undefined
+  const load = Effect.promise(() =>
+    import("./JsonSchemaCompiler.js").then((module) => validatorFor ??= module.makeCompiler(maxCached))
+  )
+  const healWithSchema = (text: string, schema: unknown, compile: (schema: unknown) => Compiled) => {
     const compiled = compile(schema)
-    cache.set(key, compiled)
-    if (cache.size > maxCached) cache.delete(cache.keys().next().value!)
-    return compiled
+    if ("issues" in compiled) return Effect.fail(ResponseHealer.healingFailed("invalid_schema", compiled.issues))
+    const healed = healWith(text, compiled.validate)
+    return healed instanceof ResponseHealer.HealingFailed ? Effect.fail(healed) : Effect.succeed(healed)
   }
-
   return {
     heal: (text, schema) =>
-      Effect.suspend(() => {
-        const compiled = validatorFor(schema)
-        if ("issues" in compiled) return Effect.fail(ResponseHealer.healingFailed("invalid_schema", compiled.issues))
-        const healed = healWith(text, compiled.validate)
-        return healed instanceof ResponseHealer.HealingFailed ? Effect.fail(healed) : Effect.succeed(healed)
-      })
+      Effect.suspend(() =>
+        validatorFor !== undefined
+          ? healWithSchema(text, schema, validatorFor)
+          : Effect.flatMap(load, (compile) => healWithSchema(text, schema, compile))
+      )
   }
 }
 

@@ -7,7 +7,6 @@
 import { DocumentParser } from "@model-gateway/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { getDocumentProxy } from "unpdf"
 
 export interface PdfParserOptions {
   /** Largest decoded PDF accepted, in bytes. Default 32 MiB (Anthropic's request size limit). */
@@ -69,6 +68,8 @@ export const make = (options: PdfParserOptions = {}): DocumentParser.DocumentPar
         if (data instanceof DocumentParser.DocumentParseFailed) return Effect.fail(data)
         return Effect.tryPromise({
           try: async (signal) => {
+            // loaded with the first PDF: most processes never parse one
+            const { getDocumentProxy } = await import("unpdf")
             const pdf = await getDocumentProxy(data, { isEvalSupported: false, stopAtErrors: false, verbosity: 0 })
             const destroy = () => void pdf.destroy()
             signal.addEventListener("abort", destroy, { once: true })

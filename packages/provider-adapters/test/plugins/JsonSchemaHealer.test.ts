@@ -16,7 +16,14 @@ const schema = {
 
 const expected = { name: "gateway", tags: ["a", "b"], score: 4.5 }
 
-const healer = JsonSchemaHealer.make()
+/** A healer whose validator compiler (ajv, loaded with the first schema) is loaded: then it heals synchronously. */
+const loaded = async (options?: JsonSchemaHealer.JsonSchemaHealerOptions) => {
+  const healer = JsonSchemaHealer.make(options)
+  await Effect.runPromise(Effect.either(healer.heal("{}", true)))
+  return healer
+}
+
+const healer = await loaded()
 const heal = (text: string, s: unknown = schema) => Effect.runSync(Effect.either(healer.heal(text, s)))
 const healed = (text: string, s: unknown = schema) => Either.getOrThrow(heal(text, s))
 const failure = (text: string, s: unknown = schema) => {
@@ -120,8 +127,15 @@ describe("JsonSchemaHealer", () => {
     expect(healed("{\"anything\": 1}", true).repaired).toBe(false)
   })
 
-  it("reuses compiled schemas and keeps its cache bounded", () => {
-    const small = JsonSchemaHealer.make({ maxCachedSchemas: 2 })
+  it("heals on its first call, loading its compiler (ajv) then", async () => {
+    const fresh = JsonSchemaHealer.make()
+    expect(Either.isRight(await Effect.runPromise(Effect.either(fresh.heal("{\"a\": 1}", { type: "object" }))))).toBe(
+      true
+    )
+  })
+
+  it("reuses compiled schemas and keeps its cache bounded", async () => {
+    const small = await loaded({ maxCachedSchemas: 2 })
     const run = (s: unknown, text: string) => Effect.runSync(Effect.either(small.heal(text, s)))
     for (let i = 0; i < 50; i++) {
       const s = { $id: "https://example.com/same-id", type: "object", required: [`k${i % 5}`] }
@@ -143,8 +157,8 @@ describe("JsonSchemaHealer.candidates", () => {
 })
 
 describe("JsonSchemaHealer with a string schema", () => {
-  it("takes bare prose as the string only when the schema asks for a string", () => {
-    const healer = JsonSchemaHealer.make()
+  it("takes bare prose as the string only when the schema asks for a string", async () => {
+    const healer = await loaded()
     const run = (text: string, s: unknown) => Effect.runSync(Effect.either(healer.heal(text, s)))
     expect(run("\"quoted\"", { type: "string" })).toEqual(Either.right({ value: "quoted", repaired: false }))
     expect(run("just words", { type: "string" })).toEqual(Either.right({ value: "just words", repaired: true }))

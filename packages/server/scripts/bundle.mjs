@@ -1,0 +1,46 @@
+// The `model-gateway` process as it ships: the compiled server (`dist/`, from `tsc -b`) bundled by esbuild into
+// `dist/bundle/`, minified, with code-splitting so that what a process does not use is never loaded (the SQL storage
+// and its drivers, the batches and keys commands, the token counter's tables, the JSON Schema compiler each sit in a
+// chunk of their own, imported when first needed).
+//
+// Why: loading the same code as ~800 separate modules from node_modules held some 40 MB more memory than one bundle
+// (module records, unminified sources, the barrels' unused modules); see docs/benchmarks.md, "Memory".
+//
+// Entry points: the command (`model-gateway.js`) and the intern daemon (`InternDaemonMain.js`, started as a child
+// process from a path next to the code that starts it). The eSpeak NG worker is copied as is: it is plain JavaScript,
+// loaded by path next to the code that starts it, and loads its own dependencies.
+// Left to node_modules: native and data-carrying packages, loaded only when configured (better-sqlite3, pg, ioredis,
+// espeak-ng and lamejs, unpdf).
+/* global console */
+import { build } from "esbuild"
+import { copyFileSync, rmSync } from "node:fs"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..")
+const out = join(root, "dist", "bundle")
+const started = Date.now()
+
+rmSync(out, { recursive: true, force: true })
+await build({
+  entryPoints: [
+    { in: join(root, "dist", "main.js"), out: "model-gateway" },
+    { in: join(root, "dist", "interns", "InternDaemonMain.js"), out: "InternDaemonMain" }
+  ],
+  outdir: out,
+  bundle: true,
+  splitting: true,
+  format: "esm",
+  platform: "node",
+  target: "node20",
+  minify: true,
+  // Stack traces and `--enable-source-maps` map back to dist/*.js, and from there to src/*.ts.
+  sourcemap: "linked",
+  // Bundled CommonJS packages call `require` for Node's built-ins.
+  banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+  external: ["better-sqlite3", "pg", "pg-native", "ioredis", "espeak-ng", "@breezystack/lamejs", "unpdf"],
+  logLevel: "warning",
+  legalComments: "linked"
+})
+copyFileSync(join(root, "..", "provider-adapters", "dist", "speech", "EspeakWorker.mjs"), join(out, "EspeakWorker.mjs"))
+console.log(`bundled the server into ${out} in ${Date.now() - started} ms`)
