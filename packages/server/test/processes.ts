@@ -30,8 +30,8 @@ export const run = (env: Record<string, string>, cwd: string, args: ReadonlyArra
  * Waits until the output has a match of `pattern` (whose first group is returned). A pattern must match only a whole
  * line's worth: the output arrives in chunks, and a chunk may end in the middle of a URL or a key.
  */
-export const printed = async (proc: Proc, pattern: RegExp, what: string): Promise<string> => {
-  const deadline = Date.now() + 15_000
+export const printed = async (proc: Proc, pattern: RegExp, what: string, timeoutMs = 15_000): Promise<string> => {
+  const deadline = Date.now() + timeoutMs
   while (Date.now() < deadline) {
     const match = pattern.exec(proc.output)
     if (match) return match[1]
@@ -48,5 +48,5 @@ export const command = async (env: Record<string, string>, cwd: string, args: Re
   return { code, output: proc.output }
 }
 
-export const listening = (proc: Proc): Promise<string> =>
-  printed(proc, /listening on (http:\/\/[\d.:]+)[/\s]/, "that it is listening")
+export const listening = (proc: Proc, timeoutMs?: number): Promise<string> =>
+  printed(proc, /listening on (http:\/\/[\d.:]+)[/\s]/, "that it is listening", timeoutMs)
