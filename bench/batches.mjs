@@ -1,7 +1,7 @@
 // `BENCH_SCENARIOS=batches npm run bench` (or `node bench/batches.mjs` after `npm run build`): batch throughput.
 //
 // Starts the fake Anthropic upstream (bench/upstream.mjs, answers at once) and one or three compiled gateway processes
-// (`packages/server/dist/main.js`, as `npm start` runs it) sharing one store, submits one batch of 5,000 requests to
+// (`packages/server/dist/bundle/model-gateway.js`, as `npm start` runs it) sharing one store, submits one batch of 5,000 requests to
 // `/v1/messages`, polls it until it completes, and reports requests per second (from the submission's answer to the
 // poll that saw it completed), the gateways' CPU time per request (and, for comparison, the first gateway's per live
 // request of the same body, 16 at a time, right after), and each process's peak RSS (VmHWM). One process
@@ -24,7 +24,7 @@ import { fileURLToPath } from "node:url"
 import { CLIENT_KEY, gatewayConfig } from "./fixtures.mjs"
 
 const here = dirname(fileURLToPath(import.meta.url))
-const MAIN = resolvePath(here, "../packages/server/dist/main.js")
+const MAIN = resolvePath(here, "../packages/server/dist/bundle/model-gateway.js")
 const ITEMS = Number(process.env.BENCH_BATCH_ITEMS ?? 5000)
 const RUNS = (process.env.BENCH_BATCH_RUNS ?? "sqlite-1,pg-1,pg-3").split(",").map((s) => s.trim()).filter(Boolean)
 const PER_BATCH = process.env.BENCH_BATCH_PER_BATCH ? Number(process.env.BENCH_BATCH_PER_BATCH) : undefined

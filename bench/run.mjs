@@ -2,7 +2,7 @@
 //
 // Starts, each in its own process: a fake Anthropic upstream (bench/upstream.mjs), a pass-through
 // node:http + undici proxy (bench/proxy.mjs) and the gateway process itself, what `npm start` runs
-// (packages/server/dist/main.js with bench/server-child.mjs preloaded, configured by a file). Checks
+// (packages/server/dist/bundle/model-gateway.js with bench/server-child.mjs preloaded, configured by a file). Checks
 // that the gateway answers correctly, warms every target up, then loads each target with autocannon
 // (in this process) in a few interleaved rounds, and reads the CPU time of the server under test from
 // inside its process (process.cpuUsage() over IPC, before and after each measured run) to report CPU
@@ -220,7 +220,7 @@ process.on("exit", () => {
 let configDir
 
 /**
- * A gateway process, as `npm start` runs it: `packages/server/dist/main.js` of this checkout (or of `root`), its
+ * A gateway process, as `npm start` runs it: `packages/server/dist/bundle/model-gateway.js` of this checkout (or of `root`), its
  * configuration from a file (memory storage, one Anthropic provider at the fake upstream, one model, one key), and
  * bench/server-child.mjs preloaded to answer the benchmark over IPC. `BENCH_REQUEST_LOG=0`: LOG_LEVEL=warning, which
  * silences the per-request line.
@@ -239,7 +239,9 @@ const startGateway = (name, root, upstreamUrl, execArgv) => {
     DATABASE_URL: undefined,
     GATEWAY_API_KEY: undefined
   }
-  const main = resolvePath(root, "packages/server/dist/main.js")
+  // The bundled server, as `npm start` runs it; a checkout from before the bundle (2026-11-24): its dist/main.js.
+  const bundled = resolvePath(root, "packages/server/dist/bundle/model-gateway.js")
+  const main = existsSync(bundled) ? bundled : resolvePath(root, "packages/server/dist/main.js")
   if (!existsSync(main)) throw new Error(`${main} does not exist: build that checkout first (npm run build)`)
   const preload = ["--import", pathToFileURL(join(here, "server-child.mjs")).href]
   return startChild(name, main, env, [...execArgv, ...preload])

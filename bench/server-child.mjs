@@ -1,4 +1,4 @@
-// Preloaded (`node --import bench/server-child.mjs packages/server/dist/main.js`) into the real gateway process, the
+// Preloaded (`node --import bench/server-child.mjs packages/server/dist/bundle/model-gateway.js`) into the real gateway process, the
 // one `npm start` runs, so that bench/run.mjs measures exactly that process: it speaks the children's IPC protocol of
 // bench/child.mjs from inside it. The process reads its configuration from GATEWAY_CONFIG like any other start.
 //

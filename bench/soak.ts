@@ -25,7 +25,7 @@ import type { Behaviour, FakeUpstream } from "../packages/provider-adapters/test
 import { startFakeAnthropic, startFakeOpenAi } from "../packages/provider-adapters/test/fakes/index.js"
 
 const here = dirname(fileURLToPath(import.meta.url))
-const MAIN = join(here, "../packages/server/dist/main.js")
+const MAIN = join(here, "../packages/server/dist/bundle/model-gateway.js")
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 10)
 const CONCURRENCY = Number(process.env.SOAK_CONCURRENCY ?? 16)
 const PG_URL = process.env.MG_TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"

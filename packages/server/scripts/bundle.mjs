@@ -11,23 +11,52 @@
 // loaded by path next to the code that starts it, and loads its own dependencies.
 // Left to node_modules: native and data-carrying packages, loaded only when configured (better-sqlite3, pg, ioredis,
 // espeak-ng and lamejs, unpdf).
-/* global console */
+/* global console, process */
 import { build } from "esbuild"
-import { copyFileSync, rmSync } from "node:fs"
+import { copyFileSync, existsSync, readdirSync, renameSync, rmSync, statSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..")
+const packages = join(root, "..")
 const out = join(root, "dist", "bundle")
+const entry = join(out, "model-gateway.js")
 const started = Date.now()
 
-rmSync(out, { recursive: true, force: true })
+/** The newest modification time among the compiled packages (their dist/, this bundle aside) and the lock file. */
+const newestInput = () => {
+  let newest = statSync(join(packages, "..", "package-lock.json")).mtimeMs
+  const walk = (dir) => {
+    for (const item of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, item.name)
+      if (item.isDirectory()) {
+        if (path !== out) walk(path)
+      } else if (/\.m?js$/.test(item.name)) {
+        newest = Math.max(newest, statSync(path).mtimeMs)
+      }
+    }
+  }
+  for (const name of readdirSync(packages)) {
+    const dist = join(packages, name, "dist")
+    if (existsSync(dist)) walk(dist)
+  }
+  return newest
+}
+
+// Like `tsc -b`, nothing to do when nothing changed: running processes keep loading their chunks from here.
+if (existsSync(entry) && statSync(entry).mtimeMs >= newestInput() && process.env.BUNDLE_FORCE !== "1") {
+  process.exit(0)
+}
+
+// Built aside, then swapped in, so that a process starting meanwhile finds either bundle whole.
+const next = `${out}.next`
+rmSync(next, { recursive: true, force: true })
 await build({
   entryPoints: [
     { in: join(root, "dist", "main.js"), out: "model-gateway" },
     { in: join(root, "dist", "interns", "InternDaemonMain.js"), out: "InternDaemonMain" }
   ],
-  outdir: out,
+  outdir: next,
   bundle: true,
   splitting: true,
   format: "esm",
@@ -42,5 +71,10 @@ await build({
   logLevel: "warning",
   legalComments: "linked"
 })
-copyFileSync(join(root, "..", "provider-adapters", "dist", "speech", "EspeakWorker.mjs"), join(out, "EspeakWorker.mjs"))
+copyFileSync(join(packages, "provider-adapters", "dist", "speech", "EspeakWorker.mjs"), join(next, "EspeakWorker.mjs"))
+const old = `${out}.old`
+rmSync(old, { recursive: true, force: true })
+if (existsSync(out)) renameSync(out, old)
+renameSync(next, out)
+rmSync(old, { recursive: true, force: true })
 console.log(`bundled the server into ${out} in ${Date.now() - started} ms`)

@@ -1,5 +1,5 @@
 /**
- * `model-gateway batches ...` as a subprocess (`packages/server/dist/main.js`, built by `npm test`) against a gateway
+ * `model-gateway batches ...` as a subprocess (`packages/server/dist/bundle/model-gateway.js`, built by `npm test`) against a gateway
  * with its fake upstreams: submit a JSON Lines file with progress and a results file, list, get, cancel, delete.
  */
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"

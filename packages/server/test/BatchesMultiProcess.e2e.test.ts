@@ -1,5 +1,5 @@
 /**
- * Three gateway processes (`packages/server/dist/main.js`) on one PostgreSQL database run one batch of 2,000 requests
+ * Three gateway processes (`packages/server/dist/bundle/model-gateway.js`) on one PostgreSQL database run one batch of 2,000 requests
  * against upstreams that answer in 20 ms. One process is killed with SIGKILL halfway: its leases run out, the others
  * take its requests over, and the batch completes with exactly 2,000 results, none twice. Each process has an upstream
  * of its own, whose answers name it, so the test sees which process answered what.

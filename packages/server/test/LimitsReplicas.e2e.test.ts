@@ -1,5 +1,5 @@
 /**
- * Limits exact across replicas: three gateway processes (`packages/server/dist/main.js`) share one Redis, or one
+ * Limits exact across replicas: three gateway processes (`packages/server/dist/bundle/model-gateway.js`) share one Redis, or one
  * PostgreSQL database, and take 300 concurrent requests spread over them. With a limit of 100 requests per minute,
  * exactly 100 pass and 200 get 429; with a budget that pays for exactly 100 requests, exactly 100 pass and 200 get 402.
  */

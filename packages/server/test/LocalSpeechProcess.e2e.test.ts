@@ -1,6 +1,6 @@
 /**
  * Local speech through the real server process, started the way the README's speech section tells a user to: `node
- * packages/server/dist/main.js` with no configuration file at all (the built-in catalogue always serves
+ * packages/server/dist/bundle/model-gateway.js` with no configuration file at all (the built-in catalogue always serves
  * `local/espeak-ng`), on a free port (`PORT=0`), with its SQLite storage in a temporary directory, and the management
  * key it generates and prints. `POST /v1/audio/speech` in OpenAI's shape (`model`, `input`, `voice`,
  * `response_format`), for each format the gateway has (mp3 and pcm; wav is a 400): the audio is decoded (MP3 frame

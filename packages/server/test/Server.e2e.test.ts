@@ -1,5 +1,5 @@
 /**
- * The example server as a real process (`node packages/server/dist/main.js`, built by `npm test`'s
+ * The example server as a real process (`node packages/server/dist/bundle/model-gateway.js`, built by `npm test`'s
  * typecheck step): configuration errors, the zero-config start, and graceful shutdown on SIGTERM.
  */
 import { spawn } from "node:child_process"

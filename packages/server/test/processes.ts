@@ -1,8 +1,9 @@
-/** Runs the gateway server as a real process (`packages/server/dist/main.js`, built by `npm test`). */
+/** Runs the gateway server as a real process (`packages/server/dist/bundle/model-gateway.js`, built by `npm test`). */
 import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
 
-export const MAIN = fileURLToPath(new URL("../dist/main.js", import.meta.url))
+/** What `npm start` and the `model-gateway` bin run: the bundled server (packages/server/scripts/bundle.mjs). */
+export const MAIN = fileURLToPath(new URL("../dist/bundle/model-gateway.js", import.meta.url))
 
 export interface Proc {
   readonly child: ChildProcess
