@@ -1,0 +1,219 @@
+/**
+ * The upstream HTTP client on its own, against real `node:http` servers on 127.0.0.1: connections are reused, each time
+ * limit fails with its phase, a connection that breaks mid-body is an error (never a silent end), an abort reaches the
+ * upstream, and a paused reader holds the socket back.
+ */
+import { afterEach, describe, expect, it } from "@effect/vitest"
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+import type { AddressInfo } from "node:net"
+import * as HttpClient from "../src/internal/HttpClient.js"
+
+interface Result {
+  readonly status: number
+  readonly body: string
+  readonly error: Error | undefined
+}
+
+const servers: Array<Server> = []
+const pools: Array<HttpClient.Pool> = []
+
+afterEach(async () => {
+  for (const pool of pools.splice(0)) pool.destroy()
+  for (const server of servers.splice(0)) {
+    server.closeAllConnections()
+    await new Promise((resolve) => server.close(resolve))
+  }
+})
+
+const serve = async (handler: (req: IncomingMessage, res: ServerResponse) => void) => {
+  const server = createServer((req, res) => {
+    req.resume()
+    req.on("end", () => handler(req, res))
+  })
+  let connections = 0
+  server.on("connection", () => connections++)
+  servers.push(server)
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const { port } = server.address() as AddressInfo
+  return { url: `http://127.0.0.1:${port}/v1/messages`, connections: () => connections }
+}
+
+const pool = () => {
+  const made = new HttpClient.Pool()
+  pools.push(made)
+  return made
+}
+
+const limits = { connectMs: 1_000, headersMs: 2_000, bodyMs: 2_000 }
+
+/** Posts and collects the answer; `onConnect` gets the abort. */
+const post = (
+  p: HttpClient.Pool,
+  url: string,
+  options: Partial<typeof limits> & { onConnect?: (abort: (reason?: Error) => void) => void } = {}
+) =>
+  new Promise<Result>((resolve) => {
+    let status = 0
+    let body = ""
+    HttpClient.post(p, HttpClient.targetOf(url), {
+      headers: { "content-type": "application/json" },
+      body: "{\"a\":1}",
+      ...limits,
+      ...options
+    }, {
+      onConnect: (abort) => options.onConnect?.(abort),
+      onHeaders: (s) => {
+        status = s
+        return true
+      },
+      onData: (chunk) => {
+        body += chunk.toString("utf8")
+        return true
+      },
+      onComplete: () => resolve({ status, body, error: undefined }),
+      onError: (error) => resolve({ status, body, error })
+    })
+  })
+
+describe("HttpClient", () => {
+  it("sends the body with its length and reuses one keep-alive connection for sequential requests", async () => {
+    const seen: Array<string | undefined> = []
+    const upstream = await serve((req, res) => {
+      seen.push(req.headers["content-length"])
+      res.end("{\"ok\":true}")
+    })
+    const p = pool()
+    for (let i = 0; i < 20; i++) {
+      const result = await post(p, upstream.url)
+      expect(result).toEqual({ status: 200, body: "{\"ok\":true}", error: undefined })
+    }
+    expect(seen).toEqual(Array(20).fill("7"))
+    expect(upstream.connections()).toBe(1)
+  })
+
+  it("no response head within the limit: a headers time-out", async () => {
+    const upstream = await serve(() => {
+      // never answers
+    })
+    const started = Date.now()
+    const result = await post(pool(), upstream.url, { headersMs: 200 })
+    expect(result.error).toBeInstanceOf(HttpClient.TimeoutError)
+    expect((result.error as HttpClient.TimeoutError).phase).toBe("headers")
+    expect(Date.now() - started).toBeLessThan(2_000)
+  })
+
+  it("a body that stops arriving: a body time-out, with what came before it", async () => {
+    const upstream = await serve((_req, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" })
+      res.write("data: 1\n\n")
+    })
+    const result = await post(pool(), upstream.url, { bodyMs: 200 })
+    expect(result.status).toBe(200)
+    expect(result.body).toBe("data: 1\n\n")
+    expect((result.error as HttpClient.TimeoutError).phase).toBe("body")
+  })
+
+  it("a connection that closes before the body's end is an error, not an end", async () => {
+    const upstream = await serve((_req, res) => {
+      res.writeHead(200, { "content-length": "100" })
+      res.write("partial")
+      setTimeout(() => res.destroy(), 20)
+    })
+    const result = await post(pool(), upstream.url)
+    expect(result.body).toBe("partial")
+    // Node reports it as "aborted" (ECONNRESET) on the response, or only as its close: either way an error
+    expect(result.error).toBeInstanceOf(Error)
+    expect(
+      result.error instanceof HttpClient.PrematureCloseError ||
+        (result.error as { code?: string }).code === "ECONNRESET"
+    ).toBe(true)
+  })
+
+  it("a refused connection is an error with its code", async () => {
+    const upstream = await serve(() => {})
+    const url = upstream.url
+    for (const server of servers.splice(0)) await new Promise((resolve) => server.close(resolve))
+    const result = await post(pool(), url)
+    expect((result.error as { code?: string }).code).toBe("ECONNREFUSED")
+  })
+
+  it("an abort reaches the upstream (its request closes) and no handler call follows", async () => {
+    let closed = false
+    const upstream = await serve((_req, res) => {
+      res.writeHead(200, { "content-type": "text/event-stream" })
+      res.write("data: 1\n\n")
+      res.on("close", () => (closed = true))
+    })
+    let abort: ((reason?: Error) => void) | undefined
+    let calls = 0
+    const p = pool()
+    await new Promise<void>((resolve) => {
+      HttpClient.post(p, HttpClient.targetOf(upstream.url), { headers: {}, body: "", ...limits }, {
+        onConnect: (a) => (abort = a),
+        onHeaders: () => true,
+        onData: () => {
+          abort!()
+          setTimeout(resolve, 100)
+          return true
+        },
+        onComplete: () => calls++,
+        onError: () => calls++
+      })
+    })
+    expect(calls).toBe(0)
+    await expect.poll(() => closed).toBe(true)
+  })
+
+  it("a reader that returns false pauses the socket until it resumes", async () => {
+    const upstream = await serve((_req, res) => {
+      res.writeHead(200, { "content-type": "application/octet-stream" })
+      const chunk = Buffer.alloc(64 * 1024, 1)
+      let written = 0
+      const pump = () => {
+        while (written < 64) {
+          written++
+          if (!res.write(chunk)) return res.once("drain", pump)
+        }
+        res.end()
+      }
+      pump()
+    })
+    let resume: (() => void) | undefined
+    let received = 0
+    let completed = false
+    HttpClient.post(pool(), HttpClient.targetOf(upstream.url), { headers: {}, body: "", ...limits }, {
+      onConnect: () => {},
+      onHeaders: (_status, _headers, r) => {
+        resume = r
+        return true
+      },
+      onData: (chunk) => {
+        received += chunk.length
+        return false
+      },
+      onComplete: () => (completed = true),
+      onError: () => {}
+    })
+    await expect.poll(() => received).toBeGreaterThan(0)
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    // paused after the first read: far from the 4 MiB sent
+    expect(received).toBeLessThan(1024 * 1024)
+    expect(completed).toBe(false)
+    while (!completed) {
+      resume!()
+      await new Promise((resolve) => setTimeout(resolve, 1))
+    }
+    expect(received).toBe(64 * 64 * 1024)
+  })
+
+  it("refuses a URL that is not http(s)", () => {
+    expect(() => HttpClient.targetOf("ftp://example.com/x")).toThrow(/http: or https:/)
+    expect(HttpClient.targetOf("https://api.example.com/v1/messages?beta=true")).toMatchObject({
+      secure: true,
+      hostname: "api.example.com",
+      port: 443,
+      path: "/v1/messages?beta=true"
+    })
+    expect(HttpClient.targetOf("http://[::1]:8080/x").hostname).toBe("::1")
+  })
+})
