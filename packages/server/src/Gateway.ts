@@ -37,13 +37,14 @@ import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as RuntimeFlags from "effect/RuntimeFlags"
 import * as Scope from "effect/Scope"
-import { createServer, type Server } from "node:http"
+import type { Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import type { GatewayConfig } from "./Config.js"
 import { catalogueModels, limitsOf, limitsStoreOf, providerConfigs } from "./Config.js"
 import * as LocalInternRuntime from "./interns/LocalInternRuntime.js"
 import * as Logging from "./Logging.js"
 import * as RequestLog from "./RequestLog.js"
+import { createTrackedServer, shutDown } from "./Shutdown.js"
 import { ListenError, StorageError } from "./StartupErrors.js"
 
 export interface GatewayOptions {
@@ -347,24 +348,10 @@ const listen = (server: Server, port: number, host: string) =>
     })
   })
 
-/** Stops accepting, lets in-flight requests and streams finish for up to `graceMs`, then closes what is left. */
-const shutDown = (server: Server, graceMs: number) =>
-  new Promise<void>((resolve) => {
-    if (!server.listening) return resolve()
-    const timer = setTimeout(() => server.closeAllConnections(), graceMs)
-    // keep-alive connections become idle as their in-flight responses finish: close them as they do
-    const sweep = setInterval(() => server.closeIdleConnections(), 100)
-    server.close(() => {
-      clearTimeout(timer)
-      clearInterval(sweep)
-      resolve()
-    })
-    server.closeIdleConnections()
-  })
-
 /**
  * The gateway on its own `node:http` server for as long as the scope lasts. Closing the scope shuts down gracefully:
- * no new connections, in-flight requests and streams finish (up to `graceMs`), then the gateway is released.
+ * no new connections, in-flight requests and streams finish (up to `graceMs`), connections with no request in flight
+ * are closed (at once, or within a second of their opening: see `Shutdown`), then the gateway is released.
  */
 export const serve = (
   config: GatewayConfig,
@@ -372,7 +359,7 @@ export const serve = (
 ): Effect.Effect<Serving, StorageError | ListenError, Scope.Scope> =>
   Effect.gen(function*() {
     const gateway = yield* acquire(config, options)
-    const server = createServer({
+    const server = createTrackedServer({
       // Longer than the usual load balancer's idle time-out (60 s), so that it, not the gateway, closes idle
       // connections (a connection closed by the gateway while the balancer sends on it is a failed request).
       keepAliveTimeout: 65_000,
