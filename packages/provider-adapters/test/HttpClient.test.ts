@@ -91,6 +91,19 @@ describe("HttpClient", () => {
     expect(upstream.connections()).toBe(1)
   })
 
+  it("no cap on connections in use: 300 requests are at the upstream at once, none queued in the pool", async () => {
+    const held: Array<ServerResponse> = []
+    const upstream = await serve((_req, res) => {
+      held.push(res)
+      // answers only once every request has arrived: a pool that queues some would never get here
+      if (held.length === 300) { for (const r of held) r.end("{}") }
+    })
+    const p = pool()
+    const results = await Promise.all(Array.from({ length: 300 }, () => post(p, upstream.url, { headersMs: 10_000 })))
+    expect(results.every((r) => r.status === 200 && r.error === undefined)).toBe(true)
+    expect(upstream.connections()).toBe(300)
+  })
+
   it("no response head within the limit: a headers time-out", async () => {
     const upstream = await serve(() => {
       // never answers

@@ -97,18 +97,28 @@ export const targetOf = (url: string): Target => {
   return target
 }
 
-/** One provider's connections: a keep-alive Agent per scheme, created when first used. */
+/**
+ * One provider's connections: a keep-alive Agent per scheme, created when first used. No cap on connections in use
+ * by default: HTTP/1.1 carries one request at a time, so a cap would queue streams inside the gateway, unseen, behind
+ * others that may last minutes (the limits that apply are the keys' and workspaces' own, and the provider's). At most
+ * `maxFreeSockets` idle connections are kept, each for `freeSocketMs`.
+ */
 export class Pool {
   private plain: http.Agent | undefined = undefined
   private secure: https.Agent | undefined = undefined
 
-  constructor(private readonly maxSockets = 256, private readonly freeSocketMs = 30_000) {}
+  constructor(
+    private readonly maxSockets = Infinity,
+    private readonly maxFreeSockets = 256,
+    private readonly freeSocketMs = 30_000
+  ) {}
 
   agent(secure: boolean): http.Agent {
     if (secure) {
       return this.secure ??= new https.Agent({
         keepAlive: true,
         maxSockets: this.maxSockets,
+        maxFreeSockets: this.maxFreeSockets,
         timeout: this.freeSocketMs,
         scheduling: "lifo"
       })
@@ -116,6 +126,7 @@ export class Pool {
     return this.plain ??= new http.Agent({
       keepAlive: true,
       maxSockets: this.maxSockets,
+      maxFreeSockets: this.maxFreeSockets,
       timeout: this.freeSocketMs,
       scheduling: "lifo"
     })
