@@ -56,8 +56,9 @@ export const ensurePortkey = async (log = console.log) => {
         { cwd: PORTKEY_DIR, timeout: 300_000, maxBuffer: 16 * 1024 * 1024 },
         (error, _stdout, stderr) => {
           if (error) {
-            const lines = String(stderr).split("\n").filter((l) => l.trim() !== "" && !l.includes("Unknown user config"))
-            reject(new Error(lines.slice(-3).join(" | ") || error.message))
+            const noise = /Unknown user config|complete log of this run|behind a proxy|^npm error\s*$/
+            const lines = String(stderr).split("\n").map((l) => l.trim()).filter((l) => l !== "" && !noise.test(l))
+            reject(new Error(lines.slice(0, 3).join(" | ") || error.message))
           } else resolve()
         }
       )
