@@ -191,7 +191,11 @@ const main = async () => {
     console.log("\ninter-chunk probe (arrival minus the upstream's write, each delta; added = minus direct's):")
     console.log(interChunkTable(interChunk))
     for (const r of interChunk.filter((r) => r.target === "gateway")) {
-      judge(r.added.p99 <= 1, `${r.provider} inter-chunk added p99: ${fmt(r.added.p99, 3)} ms (target <= 1 ms)`)
+      const direct = interChunk.find((d) => d.target === "direct" && d.provider === r.provider)
+      const text = `${r.provider} inter-chunk added p99: ${fmt(r.added.p99, 3)} ms (target <= 1 ms)`
+      // Direct's own p99 is the floor: above 1 ms the machine's scheduling, not the target, decides the p99s.
+      if (direct.p99 > 1) verdicts.push({ met: false, text: `UNSURE ${text}: direct's own p99 is ${fmt(direct.p99, 1)} ms, a busy machine` })
+      else judge(r.added.p99 <= 1, text)
     }
   }
   if (sustained.length > 0) {
