@@ -2,7 +2,7 @@
 //
 //   child -> parent  { type: "ready", url }                 once the server listens
 //   parent -> child  { type: "cpu", id }                    -> { type: "cpu", id, usage: process.cpuUsage(), heap, rss, peakRss }
-//   parent -> child  { type: "call", id, name }             -> { type: "call", id, value } (child-specific extras)
+//   parent -> child  { type: "call", id, name, args }       -> { type: "call", id, value } (child-specific extras)
 //   parent -> child  { type: "shutdown" }                   closes the server, then exits 0 (so --cpu-prof is written)
 //
 // A child also exits when the parent goes away (IPC disconnect) or on SIGINT/SIGTERM, always through
@@ -10,7 +10,7 @@
 
 /**
  * @param {string} name
- * @param {() => Promise<{ url: string, close: () => Promise<void>, calls?: Record<string, () => unknown> }>} start
+ * @param {() => Promise<{ url: string, close: () => Promise<void>, calls?: Record<string, (args: unknown) => unknown> }>} start
  */
 export const serveChild = async (name, start) => {
   if (process.send === undefined) {
@@ -45,7 +45,7 @@ export const serveChild = async (name, start) => {
         })
         break
       case "call":
-        process.send({ type: "call", id: message.id, value: running?.calls?.[message.name]?.() })
+        process.send({ type: "call", id: message.id, value: running?.calls?.[message.name]?.(message.args) })
         break
       case "shutdown":
         void exit(0)

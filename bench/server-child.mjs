@@ -1,6 +1,8 @@
 // Preloaded (`node --import bench/server-child.mjs packages/server/dist/bundle/model-gateway.js`) into the real gateway process, the
 // one `npm start` runs, so that bench/run.mjs measures exactly that process: it speaks the children's IPC protocol of
 // bench/child.mjs from inside it. The process reads its configuration from GATEWAY_CONFIG like any other start.
+// Portkey's process (bench/portkey.mjs) is measured the same way; BENCH_LISTEN_LOOPBACK=1 makes its server, which
+// listens on every interface, listen on 127.0.0.1 only.
 //
 //   child -> parent  { type: "ready", url }   once the gateway's HTTP server listens
 //   parent -> child  { type: "cpu", id }      -> { type: "cpu", id, usage, heap, rss, peakRss } (see bench/child.mjs)
@@ -16,6 +18,10 @@ if (process.send === undefined) {
 const listen = Server.prototype.listen
 Server.prototype.listen = function(...args) {
   Server.prototype.listen = listen
+  // listen(port, hostname?, callback?) with no hostname: bind the loopback address instead of every interface.
+  if (process.env.BENCH_LISTEN_LOOPBACK === "1" && typeof args[0] === "number" && typeof args[1] !== "string") {
+    args = [args[0], "127.0.0.1", ...args.slice(typeof args[1] === "function" ? 1 : 2)]
+  }
   this.once("listening", () => {
     const { address, port, family } = this.address()
     process.send({ type: "ready", url: `http://${family === "IPv6" ? `[${address}]` : address}:${port}` })
