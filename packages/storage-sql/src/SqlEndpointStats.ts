@@ -29,6 +29,7 @@ import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { Num } from "./internal/Columns.js"
+import { fixedChunks } from "./internal/StatementChunks.js"
 
 export interface SqlEndpointStatsOptions extends HealthWindows.WindowOptions {
   /** How often deltas are written and the shared buckets read back (default 1 second). */
@@ -82,7 +83,6 @@ interface MutableBucket {
 const OUTCOMES = 0
 const TTFB = 1
 const THROUGHPUT = 2
-const chunkSize = 1000
 
 const toRows = (endpointId: string, windows: HealthWindows.HealthWindows) => {
   const rows: Array<{
@@ -116,12 +116,6 @@ const compareRows = (
     : a.endpoint_id > b.endpoint_id
     ? 1
     : a.bucket_ms - b.bucket_ms || a.bucket_start - b.bucket_start || a.metric - b.metric || a.idx - b.idx
-
-const chunks = <A>(items: ReadonlyArray<A>, size: number): Array<ReadonlyArray<A>> => {
-  const out: Array<ReadonlyArray<A>> = []
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size))
-  return out
-}
 
 /**
  * Builds the shared endpoint statistics, loads the last day from the store and forks the sync fiber
@@ -200,12 +194,12 @@ export const make = (
       const sortedCooldowns = [...cooldowns].sort((a, b) => a.endpoint_id < b.endpoint_id ? -1 : 1)
       if (rows.length === 0 && sortedCooldowns.length === 0) return Effect.void
       return sql.withTransaction(Effect.gen(function*() {
-        for (const chunk of chunks(rows, chunkSize)) {
+        for (const chunk of fixedChunks(rows)) {
           yield* sql`INSERT INTO mg_endpoint_buckets ${sql.insert(chunk)}
             ON CONFLICT (endpoint_id, bucket_ms, bucket_start, metric, idx)
             DO UPDATE SET n = mg_endpoint_buckets.n + excluded.n`
         }
-        for (const chunk of chunks(sortedCooldowns, chunkSize)) {
+        for (const chunk of fixedChunks(sortedCooldowns)) {
           yield* sql`INSERT INTO mg_endpoint_cooldowns ${sql.insert(chunk)}
             ON CONFLICT (endpoint_id) DO UPDATE SET
               cooling_until = CASE WHEN excluded.cooling_until > mg_endpoint_cooldowns.cooling_until

@@ -17,6 +17,7 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { Flag, Num, Text } from "./internal/Columns.js"
+import { fixedChunks } from "./internal/StatementChunks.js"
 
 export interface SqlUsageLogOptions {
   /** Most records waiting to be written before the oldest are dropped (default 100,000). */
@@ -168,7 +169,13 @@ export const make = (
     })
 
     const insert = (batch: ReadonlyArray<Pending>) =>
-      sql.withTransaction(sql`INSERT INTO mg_usage ${sql.insert(batch.map((p) => toRow(p.record)))}`).pipe(
+      sql.withTransaction(
+        Effect.forEach(
+          fixedChunks(batch),
+          (rows) => sql`INSERT INTO mg_usage ${sql.insert(rows.map((p) => toRow(p.record)))}`,
+          { discard: true }
+        )
+      ).pipe(
         Effect.retry(Schedule.intersect(Schedule.exponential(Duration.millis(100)), Schedule.recurs(3))),
         Effect.catchAll((error) =>
           Effect.logError("Usage log: could not store a batch of records; dropped it", error).pipe(
