@@ -177,6 +177,23 @@ describe("HttpClient", () => {
     await expect.poll(() => closed).toBe(true)
   })
 
+  it("an abort from onConnect itself sends nothing and throws nothing", async () => {
+    let requests = 0
+    const upstream = await serve(() => requests++)
+    let calls = 0
+    HttpClient.post(pool(), HttpClient.targetOf(upstream.url), { headers: {}, body: "{}", ...limits }, {
+      onConnect: (abort) => abort(),
+      onHeaders: () => true,
+      onData: () => true,
+      onComplete: () => calls++,
+      onError: () => calls++
+    })
+    // an unheard 'error' of the destroyed request would fail the run here
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    expect(calls).toBe(0)
+    expect(requests).toBe(0)
+  })
+
   it("a reader that returns false pauses the socket until it resumes", async () => {
     const upstream = await serve((_req, res) => {
       res.writeHead(200, { "content-type": "application/octet-stream" })

@@ -207,6 +207,8 @@ export const post = (pool: Pool, target: Target, request: Request, handler: Hand
     headers: { ...request.headers, "content-length": Buffer.byteLength(request.body) }
   })
 
+  // Before anything can destroy the request: a destroyed request emits its error, and an unheard one would throw.
+  req.on("error", (error) => finish(error))
   const abort = (reason?: Error): void => {
     if (done) return
     done = true
@@ -235,7 +237,6 @@ export const post = (pool: Pool, target: Target, request: Request, handler: Hand
       timer = setTimeout(expire, request.headersMs, "headers", request.headersMs)
     })
   })
-  req.on("error", (error) => finish(error))
   req.on("response", (res: IncomingMessage) => {
     if (done) {
       res.destroy()
