@@ -17,11 +17,11 @@
 import { fork, spawn } from "node:child_process"
 import { randomUUID } from "node:crypto"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { connect } from "node:net"
 import { cpus, loadavg, tmpdir } from "node:os"
 import { dirname, join, resolve as resolvePath } from "node:path"
 import { fileURLToPath } from "node:url"
 import { CLIENT_KEY, gatewayConfig } from "./fixtures.mjs"
+import { reachable } from "./reachable.mjs"
 
 const here = dirname(fileURLToPath(import.meta.url))
 const MAIN = resolvePath(here, "../packages/server/dist/bundle/model-gateway.js")
@@ -34,19 +34,6 @@ const children = new Set()
 process.on("exit", () => {
   for (const child of children) child.kill("SIGKILL")
 })
-
-const reachable = (url) =>
-  new Promise((resolve) => {
-    const target = new URL(url)
-    const socket = connect({ host: target.hostname, port: Number(target.port || 5432) })
-    const done = (ok) => {
-      socket.destroy()
-      resolve(ok)
-    }
-    socket.setTimeout(2000, () => done(false))
-    socket.once("connect", () => done(true))
-    socket.once("error", () => done(false))
-  })
 
 const startUpstream = () =>
   new Promise((resolve, reject) => {

@@ -18,12 +18,12 @@
 //   BENCH_PG_URL           PostgreSQL (default postgres://postgres@127.0.0.1:5432/test)
 import autocannon from "autocannon"
 import { randomUUID } from "node:crypto"
-import { connect } from "node:net"
 import { cpus, loadavg } from "node:os"
 import { dirname, join, resolve as resolvePath } from "node:path"
 import { fileURLToPath } from "node:url"
 import { fail, sample, startChild, startGateway, stopChild, stopChildren, tempDir } from "./children.mjs"
 import { gatewayConfig } from "./fixtures.mjs"
+import { reachable } from "./reachable.mjs"
 import { fmt, mb } from "./load.mjs"
 import { markdown } from "./report.mjs"
 import { checkTarget, closeChecks } from "./checks.mjs"
@@ -52,19 +52,6 @@ for (const s of STORAGES) {
 }
 const PG_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 const LIMIT_MB_PER_MIN = 1
-
-const reachable = (url) =>
-  new Promise((resolve) => {
-    const target = new URL(url)
-    const socket = connect({ host: target.hostname, port: Number(target.port || 5432) })
-    const done = (ok) => {
-      socket.destroy()
-      resolve(ok)
-    }
-    socket.setTimeout(2000, () => done(false))
-    socket.once("connect", () => done(true))
-    socket.once("error", () => done(false))
-  })
 
 /** Drops a schema with the `pg` client @effect/sql-pg brings along. */
 const dropSchema = async (schema) => {
