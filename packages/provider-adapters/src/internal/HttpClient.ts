@@ -204,7 +204,8 @@ export const post = (pool: Pool, target: Target, request: Request, handler: Hand
     port: target.port,
     path: target.path,
     method: "POST",
-    headers: { ...request.headers, "content-length": Buffer.byteLength(request.body) }
+    // Object.assign rather than a spread: a spread object given a new key is slow on V8 11 (Node 20).
+    headers: Object.assign({}, request.headers, { "content-length": Buffer.byteLength(request.body) })
   })
 
   // Before anything can destroy the request: a destroyed request emits its error, and an unheard one would throw.
