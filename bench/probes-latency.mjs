@@ -18,9 +18,13 @@ import { requestFor } from "./requests.mjs"
 
 const ms = (ns) => Number(ns) / 1e6
 
+/** The first text of a stream's content: an Anthropic `content_block_delta`, or an OpenAI chunk with content. */
+const CONTENT = /content_block_delta|"content":"[^"]/
+
 /**
- * One request with node:http. Resolves { status, firstByteMs, totalMs, text }; `onData(chunk, now)` sees each chunk
- * with its arrival time (hrtime bigint).
+ * One request with node:http. Resolves { status, firstByteMs, firstContentMs, totalMs, text }: firstContentMs is the
+ * arrival of the first chunk that carries content (for a stream, its first delta); `onData(chunk, now)` sees each
+ * chunk with its arrival time (hrtime bigint).
  */
 export const send = (target, req, agent, onData) =>
   new Promise((resolve, reject) => {
@@ -35,17 +39,25 @@ export const send = (target, req, agent, onData) =>
       headers: { ...req.headers, "content-length": Buffer.byteLength(req.body) }
     }, (res) => {
       let first
+      let content
       let text = ""
       res.setEncoding("utf8")
       res.on("data", (chunk) => {
         const now = process.hrtime.bigint()
         first ??= now
+        if (content === undefined && CONTENT.test(chunk)) content = now
         text += chunk
         onData?.(chunk, now)
       })
       res.on("end", () => {
         const end = process.hrtime.bigint()
-        resolve({ status: res.statusCode, firstByteMs: ms((first ?? end) - start), totalMs: ms(end - start), text })
+        resolve({
+          status: res.statusCode,
+          firstByteMs: ms((first ?? end) - start),
+          firstContentMs: ms((content ?? end) - start),
+          totalMs: ms(end - start),
+          text
+        })
       })
       res.on("error", reject)
     })
@@ -70,6 +82,7 @@ export const sequentialProbe = async (targets, upstream, providers, n, warm) => 
     for (const stream of [false, true]) {
       const agents = new Map(targets.map((t) => [t.name, new Agent({ keepAlive: true, maxSockets: 1 })]))
       const times = new Map(targets.map((t) => [t.name, []]))
+      const contentTimes = new Map(targets.map((t) => [t.name, []]))
       const reqs = new Map(targets.map((t) => [t.name, requestFor(t, provider, stream, upstream.url)]))
       for (let i = 0; i < warm + n; i++) {
         // Every iteration starts with another target, so that none always follows the same one.
@@ -77,32 +90,51 @@ export const sequentialProbe = async (targets, upstream, providers, n, warm) => 
           const target = targets[(i + k) % targets.length]
           const got = await send(target, reqs.get(target.name), agents.get(target.name))
           if (got.status !== 200) throw new Error(`sequential probe: ${target.name} answered ${got.status}: ${got.text}`)
-          if (i >= warm) times.get(target.name).push(stream ? got.firstByteMs : got.totalMs)
+          if (i >= warm) {
+            times.get(target.name).push(stream ? got.firstByteMs : got.totalMs)
+            contentTimes.get(target.name).push(got.firstContentMs)
+          }
         }
       }
       for (const agent of agents.values()) agent.destroy()
       const direct = statsOf(times.get("direct"))
+      const directContent = statsOf(contentTimes.get("direct"))
       for (const target of targets) {
         const stats = statsOf(times.get(target.name))
-        results.push({ provider, stream, target: target.name, ...stats, added: added(stats, direct) })
+        const content = statsOf(contentTimes.get(target.name))
+        results.push({
+          provider,
+          stream,
+          target: target.name,
+          ...stats,
+          added: added(stats, direct),
+          // A stream's first content (its first delta): the gateway holds the stream's head back until then.
+          content: stream ? { ...content, added: added(content, directContent) } : undefined
+        })
       }
     }
   }
   return results
 }
 
+const sequentialRow = (r, measure, stats) => [
+  `${r.provider}-${r.stream ? "stream" : "json"}`,
+  measure,
+  r.target,
+  fmt(stats.p50, 3),
+  fmt(stats.p99, 3),
+  r.target === "direct" ? "" : fmt(stats.added.p50, 3),
+  r.target === "direct" ? "" : fmt(stats.added.p99, 3)
+]
+
 export const sequentialTable = (results) =>
   markdown(
     ["scenario", "measure", "target", "p50 ms", "p99 ms", "added p50 ms", "added p99 ms"],
-    results.map((r) => [
-      `${r.provider}-${r.stream ? "stream" : "json"}`,
-      r.stream ? "first byte" : "whole answer",
-      r.target,
-      fmt(r.p50, 3),
-      fmt(r.p99, 3),
-      r.target === "direct" ? "" : fmt(r.added.p50, 3),
-      r.target === "direct" ? "" : fmt(r.added.p99, 3)
-    ]),
+    results.flatMap((r) =>
+      r.stream
+        ? [sequentialRow(r, "first byte", r), sequentialRow(r, "first content", r.content)]
+        : [sequentialRow(r, "whole answer", r)]
+    ),
     [false, false, false, true, true, true, true]
   )
 

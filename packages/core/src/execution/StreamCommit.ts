@@ -11,6 +11,7 @@ import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import * as GatewayError from "../errors/GatewayError.js"
+import { closeWithEnclosing } from "../internal/Scopes.js"
 import type { Attempt } from "../routing/RoutePlanner.js"
 import { nextAttempt, toGatewayError, UpstreamError } from "../upstream/Upstream.js"
 import { failureStep, outcomeOf, recordAttempt, recordFailedAttempt, successStep } from "./Attempts.js"
@@ -64,10 +65,7 @@ export const stream = <A, E>(
     const state: StreamState = { usage: {}, sawEnd: false, errorType: null, failure: undefined }
     run.steps.push(successStep(committed.attempt, committed.index))
     yield* Scope.addFinalizer(scope, Effect.suspend(() => recordCommitted(ports, planned, committed, state)))
-    const open = Effect.as(
-      Effect.addFinalizer(() => Scope.close(scope, Exit.void)),
-      framePull(planned, committed, state)
-    )
+    const open = Effect.as(closeWithEnclosing(scope), framePull(planned, committed, state))
     const outcome: Outcome = { _tag: "Stream", open, frames: framesOf(open) }
     return { outcome, answer: undefined, charge: undefined }
   })

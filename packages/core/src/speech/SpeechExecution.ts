@@ -11,6 +11,7 @@ import * as Exit from "effect/Exit"
 import type * as Scope from "effect/Scope"
 import * as Scopes from "effect/Scope"
 import * as GatewayError from "../errors/GatewayError.js"
+import { closeWithEnclosing } from "../internal/Scopes.js"
 import { failureStep, outcomeOf, recordAttempt, recordFailedAttempt, successStep } from "../execution/Attempts.js"
 import * as UsageAccounting from "../messages/UsageAccounting.js"
 import * as Cost from "../pricing/Cost.js"
@@ -212,7 +213,7 @@ export const execute = (
       )
     )
     const pull = audioPull(committed, state)
-    const open = Effect.as(Effect.addFinalizer(() => Scopes.close(scope, Exit.void)), pull)
+    const open = Effect.as(closeWithEnclosing(scope), pull)
     return {
       contentType: committed.contentType,
       generationId: run.generationId,

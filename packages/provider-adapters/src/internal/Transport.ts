@@ -12,7 +12,7 @@
 import { Upstream } from "@model-gateway/core"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
 import { createParser, type EventSourceMessage, type EventSourceParser } from "eventsource-parser"
 import * as HttpClient from "./HttpClient.js"
 
@@ -480,14 +480,15 @@ export const openEventStream = <A>(
   call: HttpCall,
   decoder: EventDecoder<A>
 ): Effect.Effect<Pull<A>, never, Scope.Scope> =>
-  Effect.map(
-    Effect.acquireRelease(
+  // The scope's finalizer first, then the request: an interruption in between closes a request never sent. Not
+  // `Effect.acquireRelease`, which diffs and patches the fiber's refs (the whole runtime context) for its release.
+  Effect.scopeWith((scope) => {
+    const handler = new EventStreamHandler(call, decoder)
+    return Effect.zipRight(
+      Scope.addFinalizer(scope, Effect.sync(() => handler.close())),
       Effect.sync(() => {
-        const handler = new EventStreamHandler(call, decoder)
         dispatch(transport, call, handler)
-        return handler
-      }),
-      (handler) => Effect.sync(() => handler.close())
-    ),
-    (handler) => handler.pull
-  )
+        return handler.pull
+      })
+    )
+  })
