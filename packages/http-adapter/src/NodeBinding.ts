@@ -131,9 +131,16 @@ const writeThen = (
 ): Effect.Effect<void> => {
   if (res.destroyed) return Effect.interrupt
   if (frames.length === 0) return next
-  return res.write(frames.length === 1 ? Chunk.unsafeHead(frames) : Chunk.join(frames, ""))
+  return res.write(frames.length === 1 ? Chunk.unsafeHead(frames) : joined(frames))
     ? next
     : Effect.zipRight(drained(res), next)
+}
+
+/** The frames as one text: a loop over the chunk's array (`Chunk.join` copies it into a new array first). */
+const joined = (frames: Chunk.Chunk<string>): string => {
+  let text = ""
+  for (const frame of Chunk.toReadonlyArray(frames)) text += frame
+  return text
 }
 
 /**

@@ -14,6 +14,7 @@ import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
 import { createParser, type EventSourceMessage, type EventSourceParser } from "eventsource-parser"
+import { StringDecoder } from "node:string_decoder"
 import * as HttpClient from "./HttpClient.js"
 
 /** Time limits of one provider; all in milliseconds. */
@@ -320,7 +321,9 @@ class EventStreamHandler<A> implements HttpClient.Handler {
   /** Bytes read since values were last pulled. */
   private unpulled = 0
   private readonly parser: EventSourceParser
-  private readonly decoder = new TextDecoder()
+  /** UTF-8 across reads; `StringDecoder` rather than `TextDecoder`, which costs some 2.5x as much per read. */
+  private readonly decoder = new StringDecoder("utf8")
+  private started = false
   /** Decoded values not yet pulled. */
   private out: Array<A> = []
   /** Delivered after `out`: the end of the stream, its failure, or a defect. */
@@ -349,6 +352,14 @@ class EventStreamHandler<A> implements HttpClient.Handler {
     } catch (error) {
       this.fail(error)
     }
+  }
+
+  /** The text of one read; a byte order mark opening the body is dropped, as `TextDecoder` would. */
+  private textOf(chunk: Buffer): string {
+    const text = this.decoder.write(chunk)
+    if (this.started || text.length === 0) return text
+    this.started = true
+    return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text
   }
 
   private take(): Pull<A> | undefined {
@@ -414,7 +425,7 @@ class EventStreamHandler<A> implements HttpClient.Handler {
     }
     if (this.stopped) return true
     this.unpulled += chunk.length
-    this.parser.feed(this.decoder.decode(chunk, { stream: true }))
+    this.parser.feed(this.textOf(chunk))
     this.deliver()
     // Back-pressure from the client, as a `Readable` body would apply it: past a high-water mark of values nobody has
     // pulled yet, the socket waits until they are.
@@ -434,7 +445,7 @@ class EventStreamHandler<A> implements HttpClient.Handler {
       )
       this.errorChunks = []
     } else if (!this.stopped) {
-      this.parser.feed(this.decoder.decode())
+      this.parser.feed(this.decoder.end())
       if (!this.stopped) {
         try {
           this.decode.end(this.out)
