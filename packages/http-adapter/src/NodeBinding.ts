@@ -277,8 +277,13 @@ export const writeResponse = (
       const body = response.body
       return Effect.suspend(() => {
         res.writeHead(response.status, response.headers)
-        res.flushHeaders()
-        return body.open === undefined ? writeStream(res, body.stream) : writePulls(res, body.open)
+        if (body.open === undefined) {
+          res.flushHeaders()
+          return writeStream(res, body.stream)
+        }
+        // A committed stream's first pull gives the frames held until its first content at once: the head goes out
+        // with them, in one write, rather than in a write of its own just before.
+        return writePulls(res, body.open)
       }).pipe(Effect.ensuring(Effect.sync(() => res.end())))
     }
     case "Bytes": {
