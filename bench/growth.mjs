@@ -136,6 +136,7 @@ const runStorage = async (storage, upstream) => {
     const requests = results.reduce((n, r) => n + r.requests.total, 0)
     const bad = results.reduce((n, r) => n + r.errors + r.timeouts + r.non2xx, 0)
     console.log(`    RSS MB every ${SAMPLE_SECONDS} s: ${samples.map((s) => mb(s.rss)).join(" ")}`)
+    console.log(`    heap MB every ${SAMPLE_SECONDS} s: ${samples.map((s) => mb(s.heap)).join(" ")}`)
     return {
       storage,
       idle: idle.rss,
