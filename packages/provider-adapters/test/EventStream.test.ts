@@ -125,15 +125,18 @@ describe("Transport.openEventStream", () => {
           // never ends by itself
         })
       )
-      const first = yield* Effect.scoped(Effect.gen(function*() {
-        const transport = yield* Transport.scopedTransport()
-        const pull = yield* Transport.openEventStream(transport, call(upstream.url), dataOf)
-        return yield* pull
-      }))
+      // The pool outlives the stream (closing a pool would end its connections too): only the abort can close it.
+      const transport = Transport.makeTransport()
+      const first = yield* Effect.scoped(Effect.flatMap(
+        Transport.openEventStream(transport, call(upstream.url), dataOf),
+        (pull) => pull
+      ))
       expect(first === undefined ? [] : Chunk.toReadonlyArray(first)).toEqual(["first"])
       yield* Effect.promise(async () => {
         for (let i = 0; i < 100 && !upstream.closed(); i++) await pause(10)
       })
-      expect(upstream.closed()).toBe(true)
+      const closed = upstream.closed()
+      transport.pool.destroy()
+      expect(closed).toBe(true)
     }))
 })
