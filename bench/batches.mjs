@@ -21,7 +21,7 @@ import { cpus, loadavg, tmpdir } from "node:os"
 import { dirname, join, resolve as resolvePath } from "node:path"
 import { fileURLToPath } from "node:url"
 import { CLIENT_KEY, gatewayConfig } from "./fixtures.mjs"
-import { reachable } from "./reachable.mjs"
+import { dropSchema, reachable } from "./postgres.mjs"
 
 const here = dirname(fileURLToPath(import.meta.url))
 const MAIN = resolvePath(here, "../packages/server/dist/bundle/model-gateway.js")
@@ -109,19 +109,6 @@ const api = async (url, method, path, body) => {
   return json
 }
 
-/** Drops the run's schema with the `pg` client @effect/sql-pg brings along. */
-const dropSchema = async (schema) => {
-  try {
-    const { default: pg } = await import("pg")
-    const client = new pg.Client({ connectionString: PG_URL })
-    await client.connect()
-    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
-    await client.end()
-  } catch (error) {
-    console.error(`  (could not drop schema ${schema}: ${error.message})`)
-  }
-}
-
 /** The same gateway's CPU per live `POST /v1/messages` (the same body, 16 at a time), for comparison. */
 const liveCpu = async (gateway, n = 1000) => {
   const body = JSON.stringify({ model: "bench/model", max_tokens: 64, messages: [{ role: "user", content: "Say hello." }] })
@@ -199,7 +186,7 @@ const run = async (upstream, storage, processes) => {
     }
     await Promise.all(gateways.map((g) => new Promise((r) => (g.child.exitCode !== null ? r() : g.child.once("exit", r)))))
     rmSync(dir, { recursive: true, force: true })
-    if (storage === "pg") await dropSchema(schema)
+    if (storage === "pg") await dropSchema(PG_URL, schema)
   }
 }
 

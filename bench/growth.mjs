@@ -23,7 +23,7 @@ import { dirname, join, resolve as resolvePath } from "node:path"
 import { fileURLToPath } from "node:url"
 import { fail, sample, startChild, startGateway, stopChild, stopChildren, tempDir } from "./children.mjs"
 import { gatewayConfig } from "./fixtures.mjs"
-import { reachable } from "./reachable.mjs"
+import { dropSchema, reachable } from "./postgres.mjs"
 import { fmt, mb } from "./load.mjs"
 import { markdown } from "./report.mjs"
 import { checkTarget, closeChecks } from "./checks.mjs"
@@ -52,19 +52,6 @@ for (const s of STORAGES) {
 }
 const PG_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 const LIMIT_MB_PER_MIN = 1
-
-/** Drops a schema with the `pg` client @effect/sql-pg brings along. */
-const dropSchema = async (schema) => {
-  try {
-    const { default: pg } = await import("pg")
-    const client = new pg.Client({ connectionString: PG_URL })
-    await client.connect()
-    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
-    await client.end()
-  } catch (error) {
-    console.error(`  (could not drop schema ${schema}: ${error.message})`)
-  }
-}
 
 /** Least-squares slope of y over x. */
 export const slope = (points) => {
@@ -151,7 +138,7 @@ const runStorage = async (storage, upstream) => {
     }
   } finally {
     await stopChild(gateway.child, 10_000)
-    if (schema !== undefined) await dropSchema(schema)
+    if (schema !== undefined) await dropSchema(PG_URL, schema)
   }
 }
 

@@ -1,4 +1,5 @@
-// Whether a server (PostgreSQL, by default port) is there before a benchmark tries to use it.
+// PostgreSQL for the benchmarks that can use it (bench/growth.mjs, bench/batches.mjs): whether it is there, and
+// dropping the schema a run made.
 import { connect } from "node:net"
 
 /** Whether a TCP connection to `url`'s host and port (PostgreSQL's by default) opens within 2 s. */
@@ -14,3 +15,16 @@ export const reachable = (url) =>
     socket.once("connect", () => done(true))
     socket.once("error", () => done(false))
   })
+
+/** Drops a run's schema at `url` with the `pg` client @effect/sql-pg brings along; a failure is only reported. */
+export const dropSchema = async (url, schema) => {
+  try {
+    const { default: pg } = await import("pg")
+    const client = new pg.Client({ connectionString: url })
+    await client.connect()
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+    await client.end()
+  } catch (error) {
+    console.error(`  (could not drop schema ${schema}: ${error.message})`)
+  }
+}

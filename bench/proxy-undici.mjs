@@ -6,21 +6,10 @@
 import { createServer } from "node:http"
 import { Agent, request } from "undici"
 import { serveChild } from "./child.mjs"
-import { UPSTREAM_KEY } from "./fixtures.mjs"
+import { copyHeaders, upstreamFailed, upstreamHeaders } from "./proxy-headers.mjs"
 
 const UPSTREAM_URL = process.env.UPSTREAM_URL
 if (!UPSTREAM_URL) throw new Error("UPSTREAM_URL is not set")
-
-const HOP_BY_HOP = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "transfer-encoding",
-  "te",
-  "trailer",
-  "upgrade",
-  "host"
-])
 
 const agent = new Agent({
   connect: { timeout: 10_000 },
@@ -30,16 +19,8 @@ const agent = new Agent({
   pipelining: 1
 })
 
-const copyHeaders = (from) => {
-  const out = {}
-  for (const key in from) if (!HOP_BY_HOP.has(key)) out[key] = from[key]
-  return out
-}
-
 const listener = (req, res) => {
-  const headers = copyHeaders(req.headers)
-  if (headers["x-api-key"] !== undefined) headers["x-api-key"] = UPSTREAM_KEY
-  if (headers.authorization !== undefined) headers.authorization = `Bearer ${UPSTREAM_KEY}`
+  const headers = upstreamHeaders(req.headers)
   request(`${UPSTREAM_URL}${req.url}`, { method: req.method, headers, body: req, dispatcher: agent }).then(
     ({ statusCode, headers: upstreamHeaders, body }) => {
       res.writeHead(statusCode, copyHeaders(upstreamHeaders))
@@ -51,12 +32,7 @@ const listener = (req, res) => {
       })
       body.pipe(res)
     },
-    (error) => {
-      if (!res.headersSent) {
-        res.writeHead(502, { "content-type": "application/json" })
-        res.end(JSON.stringify({ type: "error", error: { type: "api_error", message: String(error?.message) } }))
-      } else res.destroy()
-    }
+    (error) => upstreamFailed(res, error)
   )
 }
 

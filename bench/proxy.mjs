@@ -5,36 +5,16 @@
 // probe holds 1,000 streams open through it; the load runs use at most 256).
 import { Agent, createServer, request } from "node:http"
 import { serveChild } from "./child.mjs"
-import { UPSTREAM_KEY } from "./fixtures.mjs"
+import { copyHeaders, upstreamFailed, upstreamHeaders } from "./proxy-headers.mjs"
 
 const UPSTREAM_URL = process.env.UPSTREAM_URL
 if (!UPSTREAM_URL) throw new Error("UPSTREAM_URL is not set")
 const upstream = new URL(UPSTREAM_URL)
 
-const HOP_BY_HOP = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "proxy-authorization",
-  "transfer-encoding",
-  "te",
-  "trailer",
-  "upgrade",
-  "host"
-])
-
 const agent = new Agent({ keepAlive: true, maxSockets: 1024, maxFreeSockets: 1024, scheduling: "lifo" })
 
-const copyHeaders = (from) => {
-  const out = {}
-  for (const key in from) if (!HOP_BY_HOP.has(key)) out[key] = from[key]
-  return out
-}
-
 const listener = (req, res) => {
-  const headers = copyHeaders(req.headers)
-  if (headers["x-api-key"] !== undefined) headers["x-api-key"] = UPSTREAM_KEY
-  if (headers.authorization !== undefined) headers.authorization = `Bearer ${UPSTREAM_KEY}`
+  const headers = upstreamHeaders(req.headers)
   const out = request({
     host: upstream.hostname,
     port: upstream.port,
@@ -47,12 +27,7 @@ const listener = (req, res) => {
     answer.on("error", () => res.destroy())
     answer.pipe(res)
   })
-  out.on("error", (error) => {
-    if (!res.headersSent) {
-      res.writeHead(502, { "content-type": "application/json" })
-      res.end(JSON.stringify({ type: "error", error: { type: "api_error", message: String(error?.message) } }))
-    } else res.destroy()
-  })
+  out.on("error", (error) => upstreamFailed(res, error))
   res.on("close", () => {
     if (!res.writableFinished) out.destroy()
   })
