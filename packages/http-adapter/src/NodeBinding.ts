@@ -4,7 +4,7 @@
  * route asks for it, and stream frames written as they come with back-pressure. A client that goes
  * away interrupts the request's fiber, which aborts the upstream request.
  */
-import { GatewayError } from "@model-gateway/core"
+import { GatewayError, Push } from "@model-gateway/core"
 import type { MessagesService } from "@model-gateway/core"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
@@ -158,17 +158,38 @@ const writeStream = (res: ServerResponse, stream: Stream.Stream<string>): Effect
     return loop
   }))
 
-/** Writes the frames of `open`, one write per pull, and releases them when done (or interrupted). */
+/**
+ * A writer of pushed frames (see `Push`): one write per chunk of frames; when the socket asks to wait, the source is
+ * resumed by its `drain`.
+ */
+const frameWriter = (res: ServerResponse): Push.Writer<string> => (frames, resume) => {
+  // A response gone is not resumed: its close interrupts the request's fiber, which releases the source.
+  if (res.destroyed) return false
+  if (frames.length === 0) return true
+  if (res.write(frames.length === 1 ? Chunk.unsafeHead(frames) : joined(frames))) return true
+  res.once("drain", resume)
+  return false
+}
+
+/**
+ * Writes the frames of `open`, one write per chunk, and releases them when done (or interrupted). The first pull
+ * gives the frames held until the first content; the rest are pushed when the pull can push, pulled otherwise.
+ */
 const writePulls = (
   res: ServerResponse,
   open: Effect.Effect<MessagesService.FramePull, never, Scope.Scope>
 ): Effect.Effect<void> =>
   Effect.scoped(Effect.flatMap(open, (pull) => {
+    const push = Push.pushOf(pull)
     const loop: Effect.Effect<void> = Effect.flatMap(
       pull,
       (frames) => frames === undefined ? Effect.void : writeThen(res, frames, loop)
     )
-    return loop
+    if (push === undefined) return loop
+    return Effect.flatMap(
+      pull,
+      (frames) => frames === undefined ? Effect.void : writeThen(res, frames, push(frameWriter(res)))
+    )
   }))
 
 /**

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "@effect/vitest"
+import { Push } from "@model-gateway/core"
 import { Chunk, Effect, Layer, ManagedRuntime, Option, Stream } from "effect"
 import { createServer, request as httpRequest, type Server } from "node:http"
 import { type AddressInfo, connect } from "node:net"
@@ -169,13 +170,22 @@ describe("NodeBinding", () => {
     expect(calls).toBe(1)
   })
 
-  for (const form of ["pulls", "stream"] as const) {
+  for (const form of ["pulls", "pushes", "stream"] as const) {
     it(`waits for a slow client before writing more (frames as ${form}), and loses nothing`, async () => {
       const CHUNKS = 400
       const frame = (i: number) => `data: ${String(i).padStart(6, "0")}${"x".repeat(64 * 1024)}\n\n`
       let pulled = 0
       const pull = Effect.sync(() => (pulled < CHUNKS ? Chunk.of(frame(pulled++)) : undefined))
-      const open = Effect.succeed(pull)
+      // Pushed: each frame as soon as the last was taken, waiting for the writer's resume when it asks to wait.
+      const pushing = Push.pushable(pull, (write) =>
+        Effect.async<void>((resume) => {
+          const run = (): void => {
+            while (pulled < CHUNKS) if (!write(Chunk.of(frame(pulled++)), run)) return
+            resume(Effect.void)
+          }
+          run()
+        }))
+      const open = Effect.succeed(form === "pushes" ? pushing : pull)
       const stream = Stream.repeatEffectOption(
         Effect.flatMap(pull, (chunk) => chunk === undefined ? Effect.fail(Option.none()) : Effect.succeed(chunk))
       ).pipe(Stream.flattenChunks)
@@ -183,7 +193,7 @@ describe("NodeBinding", () => {
         Effect.succeed({
           status: 200,
           headers: { "content-type": "text/event-stream" },
-          body: form === "pulls" ? { _tag: "Stream" as const, stream, open } : { _tag: "Stream" as const, stream }
+          body: form === "stream" ? { _tag: "Stream" as const, stream } : { _tag: "Stream" as const, stream, open }
         })
       )
       const { port } = new URL(url)
@@ -207,4 +217,51 @@ describe("NodeBinding", () => {
       expect(text).toBe(Array.from({ length: CHUNKS }, (_, i) => frame(i)).join(""))
     })
   }
+
+  it("a client that goes away while frames are pushed: the push stops and its source is released", async () => {
+    let released = false
+    let written = 0
+    let endPush: ((effect: Effect.Effect<void>) => void) | undefined
+    const pull = Effect.succeed(Chunk.of("data: first\n\n"))
+    // A source that pushes one frame every 10 ms, forever, until it is released.
+    const pushing = Push.pushable(pull, (write) =>
+      Effect.async<void>((resume) => {
+        endPush = resume
+        const timer = setInterval(() => {
+          if (released) clearInterval(timer)
+          else if (write(Chunk.of(`data: ${written++}\n\n`), () => {})) return
+        }, 10)
+      }))
+    const open = Effect.zipRight(
+      Effect.addFinalizer(() => Effect.sync(() => (released = true))),
+      Effect.succeed(pushing)
+    )
+    const url = await listen(() =>
+      Effect.succeed({
+        status: 200,
+        headers: { "content-type": "text/event-stream" },
+        body: { _tag: "Stream" as const, stream: Stream.empty, open }
+      })
+    )
+    const { port } = new URL(url)
+    const received = await new Promise<string>((resolve, reject) => {
+      const req = httpRequest({ host: "127.0.0.1", port, method: "POST", path: "/v1/messages" }, (res) => {
+        let text = ""
+        res.on("data", (d: Buffer) => {
+          text += d.toString()
+          if (text.includes("data: 3\n\n")) {
+            req.destroy()
+            resolve(text)
+          }
+        })
+      })
+      req.on("error", () => {})
+      req.end()
+      setTimeout(() => reject(new Error("no frames")), 5_000)
+    })
+    expect(received.startsWith("data: first\n\ndata: 0\n\n")).toBe(true)
+    for (let i = 0; i < 100 && !released; i++) await new Promise((r) => setTimeout(r, 10))
+    expect(released).toBe(true)
+    expect(endPush).toBeDefined()
+  })
 })

@@ -1,11 +1,18 @@
 /**
  * The transport's server-sent events on their own, against a real `node:http` server on 127.0.0.1 writing bytes in
  * pieces: text is decoded across reads (a character split between two reads arrives whole), a byte order mark
- * opening the body is dropped, and the stream's scope closing before the end aborts the upstream request.
+ * opening the body is dropped, and the stream's scope closing before the end aborts the upstream request. Pushed
+ * (`Push`): each read's values reach the writer as they are decoded, a writer that asks to wait gets nothing until it
+ * resumes the source, a failure or a throwing writer ends the push, never the process.
  */
 import { afterEach, describe, expect, it } from "@effect/vitest"
+import { Push } from "@model-gateway/core"
+import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
 import { createServer, type Server, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import * as Transport from "../src/internal/Transport.js"
@@ -132,6 +139,159 @@ describe("Transport.openEventStream", () => {
         (pull) => pull
       ))
       expect(first === undefined ? [] : Chunk.toReadonlyArray(first)).toEqual(["first"])
+      yield* Effect.promise(async () => {
+        for (let i = 0; i < 100 && !upstream.closed(); i++) await pause(10)
+      })
+      const closed = upstream.closed()
+      transport.pool.destroy()
+      expect(closed).toBe(true)
+    }))
+})
+
+/** Opens a stream on a pool of its own (closed with the scope), pulls once, then pushes the rest to `write`. */
+const pullThenPush = (url: string, write: Push.Writer<string>) =>
+  Effect.scoped(Effect.gen(function*() {
+    const transport = yield* Transport.scopedTransport()
+    const pull = yield* Transport.openEventStream(transport, call(url), dataOf)
+    const push = Push.pushOf(pull)
+    if (push === undefined) return yield* Effect.die(new Error("the transport's stream cannot push"))
+    const first = yield* pull
+    return { first: first === undefined ? [] : Chunk.toReadonlyArray(first), pushed: yield* Effect.exit(push(write)) }
+  }))
+
+describe("Transport.openEventStream, pushed", () => {
+  it.effect("each read's values reach the writer as they arrive, in order, then the push ends", () =>
+    Effect.gen(function*() {
+      let arrived = 0
+      const upstream = yield* Effect.promise(() =>
+        serve(async (res) => {
+          res.write("data: one\n\n")
+          await pause(20)
+          for (const value of ["two", "three", "four"]) {
+            res.write(`data: ${value}\n\n`)
+            await pause(20)
+            // each value was written by the gateway before the upstream wrote the next
+            arrived++
+          }
+          res.end("data: five\n\n")
+        })
+      )
+      const writes: Array<{ values: ReadonlyArray<string>; arrived: number }> = []
+      const { first, pushed } = yield* pullThenPush(upstream.url, (values) => {
+        writes.push({ values: Chunk.toReadonlyArray(values), arrived })
+        return true
+      })
+      expect(first).toEqual(["one"])
+      expect(Exit.isSuccess(pushed)).toBe(true)
+      expect(writes).toEqual([
+        { values: ["two"], arrived: 0 },
+        { values: ["three"], arrived: 1 },
+        { values: ["four"], arrived: 2 },
+        { values: ["five"], arrived: 3 }
+      ])
+    }))
+
+  it.effect("a writer that asks to wait gets nothing more until it resumes the source; then the rest, and the end", () =>
+    Effect.gen(function*() {
+      const upstream = yield* Effect.promise(() =>
+        serve(async (res) => {
+          res.write("data: one\n\n")
+          await pause(20)
+          res.write("data: two\n\n")
+          await pause(20)
+          res.write("data: three\n\n")
+          await pause(20)
+          res.end("data: four\n\n")
+        })
+      )
+      const written: Array<string> = []
+      let waiting: (() => void) | undefined
+      const fiber = yield* Effect.fork(pullThenPush(upstream.url, (values, resume) => {
+        written.push(...Chunk.toReadonlyArray(values))
+        if (waiting !== undefined || written.length > 1) return true
+        waiting = resume
+        return false
+      }))
+      // the upstream's whole answer has been sent meanwhile: none of it was written
+      yield* Effect.promise(() => pause(150))
+      expect(written).toEqual(["two"])
+      waiting!()
+      const { first, pushed } = yield* Fiber.join(fiber)
+      expect(first).toEqual(["one"])
+      expect(Exit.isSuccess(pushed)).toBe(true)
+      expect(written).toEqual(["two", "three", "four"])
+    }))
+
+  it.effect("an upstream cut short fails the push with a transport failure, after the values it sent", () =>
+    Effect.gen(function*() {
+      const upstream = yield* Effect.promise(() =>
+        serve(async (res) => {
+          res.write("data: one\n\n")
+          await pause(20)
+          res.write("data: two\n\n")
+          await pause(20)
+          res.destroy()
+        })
+      )
+      const written: Array<string> = []
+      const { pushed } = yield* pullThenPush(upstream.url, (values) => {
+        written.push(...Chunk.toReadonlyArray(values))
+        return true
+      })
+      expect(written).toEqual(["two"])
+      expect(Exit.isFailure(pushed) && Cause.failureOption(pushed.cause)).toMatchObject({
+        _tag: "Some",
+        value: { kind: "transport" }
+      })
+    }))
+
+  it.effect("a writer that throws ends the push as a defect (the process goes on), and the upstream is aborted", () =>
+    Effect.gen(function*() {
+      const upstream = yield* Effect.promise(() =>
+        serve(async (res) => {
+          res.write("data: one\n\n")
+          await pause(20)
+          res.write("data: two\n\n")
+          // never ends by itself
+        })
+      )
+      const broken = new Error("the writer broke")
+      const { pushed } = yield* pullThenPush(upstream.url, () => {
+        throw broken
+      })
+      const defect = Exit.isFailure(pushed) ? Cause.dieOption(pushed.cause) : undefined
+      expect(defect !== undefined && Option.isSome(defect) && defect.value).toBe(broken)
+      yield* Effect.promise(async () => {
+        for (let i = 0; i < 100 && !upstream.closed(); i++) await pause(10)
+      })
+      expect(upstream.closed()).toBe(true)
+    }))
+
+  it.effect("an interrupted push, its scope closed, aborts the upstream request", () =>
+    Effect.gen(function*() {
+      const upstream = yield* Effect.promise(() =>
+        serve(async (res) => {
+          res.write("data: one\n\n")
+          await pause(20)
+          res.write("data: two\n\n")
+          // never ends by itself
+        })
+      )
+      const written: Array<string> = []
+      const transport = Transport.makeTransport()
+      const fiber = yield* Effect.fork(Effect.scoped(Effect.gen(function*() {
+        const pull = yield* Transport.openEventStream(transport, call(upstream.url), dataOf)
+        yield* pull
+        yield* Push.pushOf(pull)!((values) => {
+          written.push(...Chunk.toReadonlyArray(values))
+          return true
+        })
+      })))
+      yield* Effect.promise(async () => {
+        for (let i = 0; i < 100 && written.length === 0; i++) await pause(10)
+      })
+      expect(written).toEqual(["two"])
+      yield* Fiber.interrupt(fiber)
       yield* Effect.promise(async () => {
         for (let i = 0; i < 100 && !upstream.closed(); i++) await pause(10)
       })

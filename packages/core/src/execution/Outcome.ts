@@ -14,7 +14,9 @@ import type { Charge } from "./Charging.js"
 /**
  * SSE frames being written: each pull gives the next frames (those of one upstream read, say; maybe none), or
  * `undefined` at the end, after which it is not pulled again. It never fails: a failure after content is an in-band
- * error frame.
+ * error frame. The pull of a committed stream whose upstream can push (see `Push`) can push its frames too: a binding
+ * then pulls once (the frames held until the first content) and has the rest pushed, each upstream read's frames
+ * written in the read's own callback.
  */
 export type FramePull = Effect.Effect<Chunk.Chunk<string> | undefined>
 

@@ -13,6 +13,7 @@ import * as Scope from "effect/Scope"
 import * as GatewayError from "../errors/GatewayError.js"
 import { closeWithEnclosing } from "../internal/Scopes.js"
 import type { Attempt } from "../routing/RoutePlanner.js"
+import * as Push from "../upstream/Push.js"
 import { nextAttempt, toGatewayError, UpstreamError } from "../upstream/Upstream.js"
 import { failureStep, outcomeOf, recordAttempt, recordFailedAttempt, successStep } from "./Attempts.js"
 import * as Charging from "./Charging.js"
@@ -182,7 +183,7 @@ const framePull = <A, E>(planned: Planned<A, E>, committed: Committed<E>, state:
       return ended()
     }
   })
-  return Effect.suspend(() => {
+  const pull: FramePull = Effect.suspend(() => {
     switch (position) {
       case "held":
         position = committed.done ? "end" : "upstream"
@@ -196,6 +197,34 @@ const framePull = <A, E>(planned: Planned<A, E>, committed: Committed<E>, state:
         return Effect.succeed(undefined)
     }
   })
+  const upstream = Push.pushOf(committed.pull)
+  if (upstream === undefined) return pull
+  // The rest of the frames pushed: each upstream read's events decorated and written in the read's own callback. The
+  // held frames and the end's are written without waiting for the writer to resume: a few frames at most.
+  const ignore = () => {}
+  const push: Push.Push<string, never> = (write) =>
+    Effect.suspend(() => {
+      if (position === "held") {
+        position = committed.done ? "end" : "upstream"
+        write(Chunk.map(Chunk.unsafeFromArray(committed.held), decorate), ignore)
+      }
+      if (position !== "upstream") {
+        if (position === "end") write(ended(), ignore)
+        position = "over"
+        return Effect.void
+      }
+      return Effect.match(upstream((events, resume) => write(Chunk.map(events, decorate), resume)), {
+        onFailure: (error) => {
+          position = "over"
+          write(failed(error), ignore)
+        },
+        onSuccess: () => {
+          position = "over"
+          write(ended(), ignore)
+        }
+      })
+    })
+  return Push.pushable(pull, push)
 }
 
 /** The records of a committed attempt, when its scope closes: its statistics and the request's usage. */

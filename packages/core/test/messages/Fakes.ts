@@ -10,6 +10,7 @@ import * as EndpointStats from "../../src/health/EndpointStats.js"
 import * as MessagesService from "../../src/messages/MessagesService.js"
 import type { JsonObject, Message, StreamEvent } from "../../src/messages/Wire.js"
 import * as SessionAffinity from "../../src/sessions/SessionAffinity.js"
+import * as Push from "../../src/upstream/Push.js"
 import type { EventPull, MessagesCall } from "../../src/upstream/Upstream.js"
 import { Upstream, UpstreamError, type UpstreamFailure } from "../../src/upstream/Upstream.js"
 import * as UsageLog from "../../src/usage/UsageLog.js"
@@ -87,6 +88,8 @@ export const streamed = (id: string, deltas: ReadonlyArray<string>, input: numbe
 export interface Script {
   readonly json?: Record<string, Message | UpstreamError>
   readonly stream?: Record<string, ReadonlyArray<Pull> | UpstreamError>
+  /** The streams can push as well as be pulled, as the transport's can. */
+  readonly pushing?: boolean
 }
 
 export interface FakeUpstream {
@@ -97,13 +100,30 @@ export interface FakeUpstream {
   readonly released: Array<string>
 }
 
-const pullOf = (pulls: ReadonlyArray<Pull>): EventPull => {
+/**
+ * The scripted pulls; with `pushing`, also able to push them (see `Push`): each in turn to the writer, waiting for its
+ * `resume` whenever it returns false.
+ */
+const pullOf = (pulls: ReadonlyArray<Pull>, pushing: boolean): EventPull => {
   let next = 0
-  return Effect.suspend(() => {
+  const pull: EventPull = Effect.suspend(() => {
     if (next >= pulls.length) return Effect.succeed(undefined)
     const pull = pulls[next++]
     return pull instanceof UpstreamError ? Effect.fail(pull) : Effect.succeed(Chunk.fromIterable(pull))
   })
+  if (!pushing) return pull
+  return Push.pushable(pull, (write) =>
+    Effect.async((resume) => {
+      const run = (): void => {
+        while (next < pulls.length) {
+          const pull = pulls[next++]
+          if (pull instanceof UpstreamError) return resume(Effect.fail(pull))
+          if (!write(Chunk.fromIterable(pull), run)) return
+        }
+        resume(Effect.void)
+      }
+      run()
+    }))
 }
 
 export const fakeUpstream = (script: Script): FakeUpstream => {
@@ -123,7 +143,7 @@ export const fakeUpstream = (script: Script): FakeUpstream => {
         const answer = script.stream?.[call.endpoint.id] ?? missing()
         if (answer instanceof UpstreamError) return Effect.fail(answer)
         return Effect.acquireRelease(
-          Effect.succeed(pullOf(answer)),
+          Effect.succeed(pullOf(answer, script.pushing === true)),
           () => Effect.sync(() => released.push(call.endpoint.id))
         )
       })
@@ -242,6 +262,32 @@ export const readFrames = (outcome: MessagesService.MessagesOutcome): Effect.Eff
         if (chunk === undefined) return frames
         for (const frame of chunk) frames.push(parseFrame(frame))
       }
+    })))
+}
+
+/**
+ * Reads a streamed outcome as the node binding does when the frames can be pushed: the first pull (the frames held
+ * until the first content), then the rest pushed to `write` (by default, one that takes everything at once).
+ */
+export const pushFrames = (
+  outcome: MessagesService.MessagesOutcome,
+  write: (frames: ReadonlyArray<Frame>, resume: () => void) => boolean = () => true
+): Effect.Effect<Array<Frame>> => {
+  if (outcome._tag !== "Stream") return Effect.die(new Error("expected a stream"))
+  return Effect.scoped(Effect.flatMap(outcome.open, (pull) =>
+    Effect.gen(function*() {
+      const push = Push.pushOf(pull)
+      if (push === undefined) return yield* Effect.die(new Error("the frames cannot be pushed"))
+      const frames: Array<Frame> = []
+      const first = yield* pull
+      if (first === undefined) return frames
+      for (const frame of first) frames.push(parseFrame(frame))
+      yield* push((chunk, resume) => {
+        const parsed = Chunk.toReadonlyArray(chunk).map(parseFrame)
+        frames.push(...parsed)
+        return write(parsed, resume)
+      })
+      return frames
     })))
 }
 

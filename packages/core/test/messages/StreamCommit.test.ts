@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Fiber } from "effect"
 import type { Pull } from "./Fakes.js"
-import { ask, endpoint, failure, gateway, model, readFrames, streamed } from "./Fakes.js"
+import { ask, endpoint, failure, gateway, model, pushFrames, readFrames, streamed } from "./Fakes.js"
 
 const models = [
   model("a", endpoint("a", "p1")),
@@ -162,5 +162,89 @@ describe("stream commitment", () => {
       assert.deepStrictEqual(g.upstream.released, ["a@p1", "b@p2"])
       assert.strictEqual(g.stores.usage.length, 1)
       assert.deepInclude(g.stores.usage[0], { status: 504, errorType: "timeout_error", attempts: 2 })
+    }))
+})
+
+describe("pushed stream frames (the upstream can push, as the transport's streams can)", () => {
+  it.effect("the same frames and records as pulled: the held frames by the first pull, the rest pushed", () =>
+    Effect.gen(function*() {
+      const script = (pushing: boolean) => ({
+        pushing,
+        stream: {
+          "a@p1": failure("rate_limited", 429),
+          "c@p3": streamed("msg_c", ["Hel", "lo", " there"], 10, 5)
+        }
+      })
+      const pulled = yield* gateway(models, script(false))
+      const pulledFrames = yield* readFrames(yield* pulled.create(request(["c"])))
+      const pushed = yield* gateway(models, script(true))
+      const pushedFrames = yield* pushFrames(yield* pushed.create(request(["c"])))
+      assert.deepStrictEqual(names(pushedFrames), wholeAnswer.slice(0, 5).concat(wholeAnswer.slice(4)))
+      assert.deepStrictEqual(pushedFrames, pulledFrames)
+      assert.deepStrictEqual(pushed.stores.usage, pulled.stores.usage)
+      assert.deepStrictEqual(pushed.stores.attempts, pulled.stores.attempts)
+      assert.deepStrictEqual(pushed.upstream.released, ["c@p3"])
+      const delta = pushedFrames.find((f) => f.event === "message_delta")!.data as any
+      assert.strictEqual(delta.usage.cost, 0.0002)
+    }))
+
+  it.effect("a failure after content, pushed: the in-band error frame ends the frames, and is recorded", () =>
+    Effect.gen(function*() {
+      const [start, deltas] = streamed("msg_a", ["partial"], 3, 0)
+      const g = yield* gateway(models, {
+        pushing: true,
+        stream: { "a@p1": [start, deltas, [{ type: "content_block_delta", index: 0 }], failure("transport")] }
+      })
+      const frames = yield* pushFrames(yield* g.create(request()))
+      assert.deepStrictEqual(names(frames).slice(-3), ["content_block_delta", "content_block_delta", "error"])
+      assert.deepStrictEqual(frames.at(-1)!.data, {
+        type: "error",
+        error: { type: "overloaded_error", message: "upstream transport" },
+        request_id: "req_1"
+      })
+      assert.deepInclude(g.stores.usage[0], { status: 200, errorType: "overloaded_error", attempts: 1 })
+      assert.deepStrictEqual(g.stores.attempts.map((a) => [a.endpointId, a.outcome]), [["a@p1", "error"]])
+    }))
+
+  it.effect("an end without message_stop, pushed: an error frame appended, never a silent truncation", () =>
+    Effect.gen(function*() {
+      const [start, deltas] = streamed("msg_a", ["partial"], 3, 0)
+      const g = yield* gateway(models, {
+        pushing: true,
+        stream: { "a@p1": [start, deltas, [{ type: "content_block_delta", index: 0 }]] }
+      })
+      const frames = yield* pushFrames(yield* g.create(request()))
+      assert.deepStrictEqual(names(frames).slice(-2), ["content_block_delta", "error"])
+      assert.deepStrictEqual((frames.at(-1)!.data as any).error, {
+        type: "api_error",
+        message: "upstream stream ended before message_stop"
+      })
+    }))
+
+  it.effect("a writer that asks to wait gets nothing more until it resumes the source", () =>
+    Effect.gen(function*() {
+      const [start, deltas, end] = streamed("msg_a", ["one"], 3, 2)
+      const g = yield* gateway(models, {
+        pushing: true,
+        stream: { "a@p1": [start, deltas, [{ type: "content_block_delta", index: 0, delta: { text: "two" } }], end] }
+      })
+      const outcome = yield* g.create(request())
+      let waiting: (() => void) | undefined
+      let writes = 0
+      const fiber = yield* Effect.fork(pushFrames(outcome, (_frames, resume) => {
+        writes++
+        if (writes > 1) return true
+        waiting = resume
+        return false
+      }))
+      yield* Effect.yieldNow()
+      // the first push wrote the second delta and waits: nothing else was written
+      assert.strictEqual(writes, 1)
+      assert.isDefined(waiting)
+      waiting!()
+      const frames = yield* Fiber.join(fiber)
+      assert.deepStrictEqual(names(frames), wholeAnswer)
+      // then the last events, then the end (nothing more to write: Anthropic's stream has no trailer)
+      assert.strictEqual(writes, 3)
     }))
 })

@@ -6,10 +6,11 @@
  * no AbortController, promise or URL parse per call. The handler collects a JSON
  * answer's chunks and parses them once; a stream's events are parsed as each network read arrives
  * and handed on as one `Chunk` per read, through a pull (`openEventStream`), so Effect runs per
- * read, not per event. Interruption of a JSON call, or the end of a stream's scope before the body
+ * read, not per event; or pushed to a writer in the read's own callback (`Push`), so no Effect runs
+ * per read at all. Interruption of a JSON call, or the end of a stream's scope before the body
  * was read to its end, aborts the request; a body read to its end is not aborted.
  */
-import { Upstream } from "@model-gateway/core"
+import { Push, Upstream } from "@model-gateway/core"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
@@ -331,6 +332,9 @@ class EventStreamHandler<A> implements HttpClient.Handler {
   private failure: Upstream.UpstreamError | undefined = undefined
   private defect: unknown = undefined
   private waiter: ((effect: Pull<A>) => void) | undefined = undefined
+  /** Pushing (see `push`): where the values go as they are decoded, and what ends the push. */
+  private writer: Push.Writer<A> | undefined = undefined
+  private endPush: ((effect: Effect.Effect<void, Upstream.UpstreamError>) => void) | undefined = undefined
 
   constructor(private readonly call: HttpCall, private readonly decode: EventDecoder<A>) {
     this.parser = createParser({ onEvent: (message) => this.onEvent(message) })
@@ -376,6 +380,7 @@ class EventStreamHandler<A> implements HttpClient.Handler {
   }
 
   private deliver(): void {
+    if (this.writer !== undefined) return this.flush(this.writer)
     const waiter = this.waiter
     if (waiter === undefined) return
     const ready = this.take()
@@ -405,6 +410,65 @@ class EventStreamHandler<A> implements HttpClient.Handler {
     return ready
   })
 
+  /**
+   * Hands the values decoded since the last pull or write to the writer, then the end or the failure, unless the
+   * writer asked to wait: the socket is then paused until the writer resumes.
+   */
+  private flush(write: Push.Writer<A>): void {
+    if (this.paused) return
+    if (this.out.length > 0) {
+      const values = Chunk.unsafeFromArray(this.out)
+      this.out = []
+      this.unpulled = 0
+      let more: boolean
+      try {
+        more = write(values, this.resumeWriter)
+      } catch (error) {
+        return this.finishPush(Effect.die(error))
+      }
+      if (!more) {
+        this.paused = true
+        return
+      }
+    }
+    if (this.failure !== undefined) this.finishPush(Effect.fail(this.failure))
+    else if (this.defect !== undefined) this.finishPush(Effect.die(this.defect))
+    else if (this.ended) this.finishPush(Effect.void)
+  }
+
+  private finishPush(effect: Effect.Effect<void, Upstream.UpstreamError>): void {
+    const end = this.endPush
+    this.writer = undefined
+    this.endPush = undefined
+    end?.(effect)
+  }
+
+  /** The writer can take more: what was decoded meanwhile goes to it, then the socket reads on. */
+  private readonly resumeWriter = (): void => {
+    if (!this.paused || this.writer === undefined) return
+    this.paused = false
+    this.flush(this.writer)
+    if (!this.paused) this.resumeSocket?.()
+  }
+
+  /**
+   * Writes the values of each network read to `write` as soon as they are decoded, in the socket's callback: no
+   * fiber is resumed per read. Its wait has no canceler, as a pull's has none: an interruption ends the writing
+   * (`close` forgets the writer), and the scope's close aborts the request.
+   */
+  readonly push: Push.Push<A, Upstream.UpstreamError> = (write) =>
+    Effect.async<void, Upstream.UpstreamError>((resume) => {
+      if (this.closed) return
+      this.writer = write
+      this.endPush = resume
+      if (this.paused) {
+        // Paused by a pull's high-water mark: the writer takes what is there.
+        this.paused = false
+        this.flush(write)
+        if (!this.paused) this.resumeSocket?.()
+      } else this.flush(write)
+    })
+
   onConnect(abort: (reason?: Error) => void): void {
     if (this.closed) abort()
     else this.abort = abort
@@ -426,6 +490,10 @@ class EventStreamHandler<A> implements HttpClient.Handler {
     if (this.stopped) return true
     this.unpulled += chunk.length
     this.parser.feed(this.textOf(chunk))
+    if (this.writer !== undefined) {
+      this.flush(this.writer)
+      return !this.paused
+    }
     this.deliver()
     // Back-pressure from the client, as a `Readable` body would apply it: past a high-water mark of values nobody has
     // pulled yet, the socket waits until they are.
@@ -474,6 +542,8 @@ class EventStreamHandler<A> implements HttpClient.Handler {
   close(): void {
     this.closed = true
     this.waiter = undefined
+    this.writer = undefined
+    this.endPush = undefined
     if (this.finished) return
     this.finished = true
     this.abort?.()
@@ -499,7 +569,7 @@ export const openEventStream = <A>(
       Scope.addFinalizer(scope, Effect.sync(() => handler.close())),
       Effect.sync(() => {
         dispatch(transport, call, handler)
-        return handler.pull
+        return Push.pushable(handler.pull, handler.push)
       })
     )
   })
