@@ -16,6 +16,7 @@
 //   BENCH_GROWTH_RATE      total requests per second (default 400: 100 of each kind)
 //   BENCH_GROWTH_SAMPLE    seconds between two readings (default 10)
 //   BENCH_PG_URL           PostgreSQL (default postgres://postgres@127.0.0.1:5432/test)
+//   BENCH_GATEWAY_ARGS     node options of the gateway (e.g. "--max-old-space-size=96"), as in bench/run.mjs
 import autocannon from "autocannon"
 import { randomUUID } from "node:crypto"
 import { cpus, loadavg } from "node:os"
@@ -30,6 +31,7 @@ import { checkTarget, closeChecks } from "./checks.mjs"
 import { PROVIDERS, requestFor } from "./requests.mjs"
 
 const here = dirname(fileURLToPath(import.meta.url))
+const GATEWAY_ARGS = (process.env.BENCH_GATEWAY_ARGS ?? "").split(" ").filter(Boolean)
 const positive = (name, fallback) => {
   const n = Number(process.env[name] || fallback)
   if (!Number.isFinite(n) || n <= 0) {
@@ -92,7 +94,7 @@ const runStorage = async (storage, upstream) => {
     schema = `mg_bench_growth_${randomUUID().replaceAll("-", "")}`
     url = `${PG_URL}${PG_URL.includes("?") ? "&" : "?"}schema=${schema}`
   }
-  const started = await startGateway(`gateway-${storage}`, resolvePath(here, ".."), gatewayConfig(upstream.url, url))
+  const started = await startGateway(`gateway-${storage}`, resolvePath(here, ".."), gatewayConfig(upstream.url, url), GATEWAY_ARGS)
   // Asked and checked like the gateway target of bench/run.mjs (the requests and checks go by the name "gateway").
   const gateway = { ...started, name: "gateway" }
   try {
@@ -145,6 +147,7 @@ const runStorage = async (storage, upstream) => {
 const main = async () => {
   console.log("model-gateway memory growth under steady load (issue 11)")
   console.log(`  node ${process.version}, ${cpus().length} CPUs, load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}`)
+  if (GATEWAY_ARGS.length > 0) console.log(`  gateway node options: ${GATEWAY_ARGS.join(" ")}`)
   console.log(
     `  per storage: ${MINUTES} min at ${RATE} req/s (Anthropic and OpenAI upstream, JSON and streamed, 8 connections ` +
       `each); RSS read every ${SAMPLE_SECONDS} s; slope over the samples after the first ${fmt(WARMUP_MINUTES, 1)} min`

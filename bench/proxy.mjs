@@ -13,7 +13,18 @@ const upstream = new URL(UPSTREAM_URL)
 
 const agent = new Agent({ keepAlive: true, maxSockets: 1024, maxFreeSockets: 1024, scheduling: "lifo" })
 
+// A diagnostic, off by default: `BENCH_PROXY_SPIN_US=N` spends N µs of pure CPU on each request before forwarding it,
+// to see what a slower server pays for the same I/O (docs/benchmarks.md, "Reading it").
+const SPIN_US = Number(process.env.BENCH_PROXY_SPIN_US ?? 0)
+const spin = () => {
+  const until = process.hrtime.bigint() + BigInt(SPIN_US * 1000)
+  while (process.hrtime.bigint() < until) {
+    // busy
+  }
+}
+
 const listener = (req, res) => {
+  if (SPIN_US > 0) spin()
   const headers = upstreamHeaders(req.headers)
   const out = request({
     host: upstream.hostname,
