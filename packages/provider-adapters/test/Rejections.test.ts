@@ -1,6 +1,6 @@
 /** Upstream 400s told apart by their bodies, with the providers' real error texts. */
 import { describe, expect, it } from "vitest"
-import { rejectionKind } from "../src/internal/Transport.js"
+import { rejectionKind } from "../src/internal/Failures.js"
 import * as OpenAiTranslate from "../src/openai/OpenAiTranslate.js"
 
 describe("rejectionKind", () => {

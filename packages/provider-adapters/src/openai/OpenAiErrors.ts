@@ -4,7 +4,7 @@
  * whose status comes from its `code` or its type.
  */
 import { Upstream } from "@model-gateway/core"
-import { rejectionKind } from "../internal/Transport.js"
+import { rejectionKind } from "../internal/Failures.js"
 import { asNumber, asObject, asString } from "./Translation.js"
 
 type UpstreamError = Upstream.UpstreamError

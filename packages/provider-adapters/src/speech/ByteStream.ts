@@ -8,16 +8,10 @@
 import { Upstream } from "@model-gateway/core"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
+import { classifyStatus, classifyThrown, firstHeader, retryAfterOf, withoutCredentials } from "../internal/Failures.js"
 import * as HttpClient from "../internal/HttpClient.js"
 import type { Transport } from "../internal/Transport.js"
-import {
-  classifyStatus,
-  classifyThrown,
-  firstHeader,
-  retryAfterOf,
-  targetOf,
-  withoutCredentials
-} from "../internal/Transport.js"
+import { targetOf } from "../internal/Transport.js"
 
 /** One binary request. */
 export interface ByteCall {
