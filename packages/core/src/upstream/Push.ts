@@ -25,7 +25,10 @@ const PushId: unique symbol = Symbol.for("@model-gateway/core/Push")
 
 type Pull<A, E> = Effect.Effect<Chunk.Chunk<A> | undefined, E>
 
-/** `pull`, able to push as `push` does. */
+/**
+ * `pull`, able to push as `push` does. `pull` itself is marked (no copy is made): it must be this source's own effect,
+ * never one shared with others (such as `Effect.void`).
+ */
 export const pushable = <A, E>(pull: Pull<A, E>, push: Push<A, E>): Pull<A, E> =>
   Object.defineProperty(pull, PushId, { value: push, enumerable: false })
 
