@@ -131,13 +131,14 @@ const writeThen = (
 ): Effect.Effect<void> => {
   if (res.destroyed) return Effect.interrupt
   if (frames.length === 0) return next
-  return res.write(frames.length === 1 ? Chunk.unsafeHead(frames) : joined(frames))
+  return res.write(joined(frames))
     ? next
     : Effect.zipRight(drained(res), next)
 }
 
 /** The frames as one text: a loop over the chunk's array (`Chunk.join` copies it into a new array first). */
 const joined = (frames: Chunk.Chunk<string>): string => {
+  if (frames.length === 1) return Chunk.unsafeHead(frames)
   let text = ""
   for (const frame of Chunk.toReadonlyArray(frames)) text += frame
   return text
@@ -166,7 +167,7 @@ const frameWriter = (res: ServerResponse): Push.Writer<string> => (frames, resum
   // A response gone is not resumed: its close interrupts the request's fiber, which releases the source.
   if (res.destroyed) return false
   if (frames.length === 0) return true
-  if (res.write(frames.length === 1 ? Chunk.unsafeHead(frames) : joined(frames))) return true
+  if (res.write(joined(frames))) return true
   res.once("drain", resume)
   return false
 }

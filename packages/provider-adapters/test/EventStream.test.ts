@@ -63,11 +63,36 @@ const dataOf: Transport.EventDecoder<string> = {
   end: () => {}
 }
 
+/** A server writing `data: <value>` events 20 ms apart, then ending its answer, holding it open, or cutting it. */
+const serveEvents = (values: ReadonlyArray<string>, then: "end" | "hold" | "cut") =>
+  Effect.promise(() =>
+    serve(async (res) => {
+      for (const value of values) {
+        res.write(`data: ${value}\n\n`)
+        await pause(20)
+      }
+      if (then === "end") res.end()
+      else if (then === "cut") res.destroy()
+    })
+  )
+
+/** Waits (up to a second) for `condition`. */
+const until = (condition: () => boolean) =>
+  Effect.promise(async () => {
+    for (let i = 0; i < 100 && !condition(); i++) await pause(10)
+  })
+
+/** A writer that keeps every value in `into` and never asks to wait. */
+const keepingIn = (into: Array<string>): Push.Writer<string> => (values) => {
+  into.push(...Chunk.toReadonlyArray(values))
+  return true
+}
+
 /** Every value of the stream, pulled to its end. */
-const readAll = (url: string) =>
+const readAll = (url: string, decoder: Transport.EventDecoder<string> = dataOf) =>
   Effect.scoped(Effect.gen(function*() {
     const transport = yield* Transport.scopedTransport()
-    const pull = yield* Transport.openEventStream(transport, call(url), dataOf)
+    const pull = yield* Transport.openEventStream(transport, call(url), decoder)
     const values: Array<string> = []
     for (;;) {
       const chunk = yield* pull
@@ -105,33 +130,20 @@ describe("Transport.openEventStream", () => {
         })
       )
       const seen: Array<string> = []
-      const values = yield* Effect.scoped(Effect.gen(function*() {
-        const transport = yield* Transport.scopedTransport()
-        const pull = yield* Transport.openEventStream(transport, call(upstream.url), {
-          event: (message, out: Array<string>) => {
-            seen.push(message.event ?? "")
-            out.push(message.data)
-          },
-          end: () => {}
-        })
-        const out: Array<string> = []
-        for (let chunk = yield* pull; chunk !== undefined; chunk = yield* pull) {
-          out.push(...Chunk.toReadonlyArray(chunk))
-        }
-        return out
-      }))
+      const values = yield* readAll(upstream.url, {
+        event: (message, out: Array<string>) => {
+          seen.push(message.event ?? "")
+          out.push(message.data)
+        },
+        end: () => {}
+      })
       expect(values).toEqual(["{}"])
       expect(seen).toEqual(["ping"])
     }))
 
   it.effect("the stream's scope closing before the body's end aborts the upstream request", () =>
     Effect.gen(function*() {
-      const upstream = yield* Effect.promise(() =>
-        serve(async (res) => {
-          res.write("data: first\n\n")
-          // never ends by itself
-        })
-      )
+      const upstream = yield* serveEvents(["first"], "hold")
       // The pool outlives the stream (closing a pool would end its connections too): only the abort can close it.
       const transport = Transport.makeTransport()
       const first = yield* Effect.scoped(Effect.flatMap(
@@ -139,9 +151,7 @@ describe("Transport.openEventStream", () => {
         (pull) => pull
       ))
       expect(first === undefined ? [] : Chunk.toReadonlyArray(first)).toEqual(["first"])
-      yield* Effect.promise(async () => {
-        for (let i = 0; i < 100 && !upstream.closed(); i++) await pause(10)
-      })
+      yield* until(upstream.closed)
       const closed = upstream.closed()
       transport.pool.destroy()
       expect(closed).toBe(true)
@@ -193,17 +203,7 @@ describe("Transport.openEventStream, pushed", () => {
 
   it.effect("a writer that asks to wait gets nothing more until it resumes the source; then the rest, and the end", () =>
     Effect.gen(function*() {
-      const upstream = yield* Effect.promise(() =>
-        serve(async (res) => {
-          res.write("data: one\n\n")
-          await pause(20)
-          res.write("data: two\n\n")
-          await pause(20)
-          res.write("data: three\n\n")
-          await pause(20)
-          res.end("data: four\n\n")
-        })
-      )
+      const upstream = yield* serveEvents(["one", "two", "three", "four"], "end")
       const written: Array<string> = []
       let waiting: (() => void) | undefined
       const fiber = yield* Effect.fork(pullThenPush(upstream.url, (values, resume) => {
@@ -222,22 +222,36 @@ describe("Transport.openEventStream, pushed", () => {
       expect(written).toEqual(["two", "three", "four"])
     }))
 
-  it.effect("an upstream cut short fails the push with a transport failure, after the values it sent", () =>
+  it.effect("a push begun while the socket waits for a pull (past 64 KiB unread) takes what was read, then the rest", () =>
     Effect.gen(function*() {
+      const values = Array.from({ length: 200 }, (_, i) => `${i}`.padStart(4, "0") + "x".repeat(1024))
       const upstream = yield* Effect.promise(() =>
         serve(async (res) => {
-          res.write("data: one\n\n")
-          await pause(20)
-          res.write("data: two\n\n")
-          await pause(20)
-          res.destroy()
+          res.write(`data: ${values[0]}\n\n`)
+          await pause(50)
+          // 200 KiB at once: the transport reads 64 KiB ahead of its reader, then pauses the socket
+          for (const value of values.slice(1)) res.write(`data: ${value}\n\n`)
+          res.end()
         })
       )
       const written: Array<string> = []
-      const { pushed } = yield* pullThenPush(upstream.url, (values) => {
-        written.push(...Chunk.toReadonlyArray(values))
-        return true
-      })
+      const pushed = yield* Effect.scoped(Effect.gen(function*() {
+        const transport = yield* Transport.scopedTransport()
+        const pull = yield* Transport.openEventStream(transport, call(upstream.url), dataOf)
+        const first = yield* pull
+        expect(first === undefined ? [] : Chunk.toReadonlyArray(first)).toEqual([values[0]])
+        yield* Effect.promise(() => pause(200))
+        return yield* Effect.exit(Push.pushOf(pull)!(keepingIn(written)))
+      }))
+      expect(Exit.isSuccess(pushed)).toBe(true)
+      expect(written).toEqual(values.slice(1))
+    }))
+
+  it.effect("an upstream cut short fails the push with a transport failure, after the values it sent", () =>
+    Effect.gen(function*() {
+      const upstream = yield* serveEvents(["one", "two"], "cut")
+      const written: Array<string> = []
+      const { pushed } = yield* pullThenPush(upstream.url, keepingIn(written))
       expect(written).toEqual(["two"])
       expect(Exit.isFailure(pushed) && Cause.failureOption(pushed.cause)).toMatchObject({
         _tag: "Some",
@@ -247,54 +261,31 @@ describe("Transport.openEventStream, pushed", () => {
 
   it.effect("a writer that throws ends the push as a defect (the process goes on), and the upstream is aborted", () =>
     Effect.gen(function*() {
-      const upstream = yield* Effect.promise(() =>
-        serve(async (res) => {
-          res.write("data: one\n\n")
-          await pause(20)
-          res.write("data: two\n\n")
-          // never ends by itself
-        })
-      )
+      const upstream = yield* serveEvents(["one", "two"], "hold")
       const broken = new Error("the writer broke")
       const { pushed } = yield* pullThenPush(upstream.url, () => {
         throw broken
       })
       const defect = Exit.isFailure(pushed) ? Cause.dieOption(pushed.cause) : undefined
       expect(defect !== undefined && Option.isSome(defect) && defect.value).toBe(broken)
-      yield* Effect.promise(async () => {
-        for (let i = 0; i < 100 && !upstream.closed(); i++) await pause(10)
-      })
+      yield* until(upstream.closed)
       expect(upstream.closed()).toBe(true)
     }))
 
   it.effect("an interrupted push, its scope closed, aborts the upstream request", () =>
     Effect.gen(function*() {
-      const upstream = yield* Effect.promise(() =>
-        serve(async (res) => {
-          res.write("data: one\n\n")
-          await pause(20)
-          res.write("data: two\n\n")
-          // never ends by itself
-        })
-      )
+      const upstream = yield* serveEvents(["one", "two"], "hold")
       const written: Array<string> = []
       const transport = Transport.makeTransport()
       const fiber = yield* Effect.fork(Effect.scoped(Effect.gen(function*() {
         const pull = yield* Transport.openEventStream(transport, call(upstream.url), dataOf)
         yield* pull
-        yield* Push.pushOf(pull)!((values) => {
-          written.push(...Chunk.toReadonlyArray(values))
-          return true
-        })
+        yield* Push.pushOf(pull)!(keepingIn(written))
       })))
-      yield* Effect.promise(async () => {
-        for (let i = 0; i < 100 && written.length === 0; i++) await pause(10)
-      })
+      yield* until(() => written.length > 0)
       expect(written).toEqual(["two"])
       yield* Fiber.interrupt(fiber)
-      yield* Effect.promise(async () => {
-        for (let i = 0; i < 100 && !upstream.closed(); i++) await pause(10)
-      })
+      yield* until(upstream.closed)
       const closed = upstream.closed()
       transport.pool.destroy()
       expect(closed).toBe(true)

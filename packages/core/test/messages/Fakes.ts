@@ -267,11 +267,13 @@ export const readFrames = (outcome: MessagesService.MessagesOutcome): Effect.Eff
 
 /**
  * Reads a streamed outcome as the node binding does when the frames can be pushed: the first pull (the frames held
- * until the first content), then the rest pushed to `write` (by default, one that takes everything at once).
+ * until the first content), then the rest pushed to `write` (by default, one that takes everything at once). With
+ * `pullFirst` false, everything is pushed.
  */
 export const pushFrames = (
   outcome: MessagesService.MessagesOutcome,
-  write: (frames: ReadonlyArray<Frame>, resume: () => void) => boolean = () => true
+  write: (frames: ReadonlyArray<Frame>, resume: () => void) => boolean = () => true,
+  pullFirst = true
 ): Effect.Effect<Array<Frame>> => {
   if (outcome._tag !== "Stream") return Effect.die(new Error("expected a stream"))
   return Effect.scoped(Effect.flatMap(outcome.open, (pull) =>
@@ -279,9 +281,11 @@ export const pushFrames = (
       const push = Push.pushOf(pull)
       if (push === undefined) return yield* Effect.die(new Error("the frames cannot be pushed"))
       const frames: Array<Frame> = []
-      const first = yield* pull
-      if (first === undefined) return frames
-      for (const frame of first) frames.push(parseFrame(frame))
+      if (pullFirst) {
+        const first = yield* pull
+        if (first === undefined) return frames
+        for (const frame of first) frames.push(parseFrame(frame))
+      }
       yield* push((chunk, resume) => {
         const parsed = Chunk.toReadonlyArray(chunk).map(parseFrame)
         frames.push(...parsed)

@@ -188,6 +188,32 @@ describe("pushed stream frames (the upstream can push, as the transport's stream
       assert.strictEqual(delta.usage.cost, 0.0002)
     }))
 
+  it.effect("pushed from the start, without a first pull: the held frames first, then the rest", () =>
+    Effect.gen(function*() {
+      const script = (pushing: boolean) => ({ pushing, stream: { "a@p1": streamed("msg_a", ["Hel", "lo"], 3, 2) } })
+      const pulled = yield* gateway(models, script(false))
+      const pulledFrames = yield* readFrames(yield* pulled.create(request()))
+      const pushed = yield* gateway(models, script(true))
+      const pushedFrames = yield* pushFrames(yield* pushed.create(request()), undefined, false)
+      assert.deepStrictEqual(names(pushedFrames), wholeAnswer)
+      assert.deepStrictEqual(pushedFrames, pulledFrames)
+    }))
+
+  it.effect("an answer without content, ended before the commit, pushed: its frames, the same as pulled", () =>
+    Effect.gen(function*() {
+      const script = (pushing: boolean) => ({ pushing, stream: { "a@p1": streamed("msg_a", [], 3, 0) } })
+      const pulled = yield* gateway(models, script(false))
+      const pulledFrames = yield* readFrames(yield* pulled.create(request()))
+      for (const pullFirst of [true, false]) {
+        const pushed = yield* gateway(models, script(true))
+        const pushedFrames = yield* pushFrames(yield* pushed.create(request()), undefined, pullFirst)
+        assert.deepStrictEqual(names(pushedFrames), names(pulledFrames))
+        assert.deepStrictEqual(pushedFrames, pulledFrames)
+        assert.deepStrictEqual(pushed.stores.usage, pulled.stores.usage)
+      }
+      assert.deepStrictEqual(names(pulledFrames).at(-1), "message_stop")
+    }))
+
   it.effect("a failure after content, pushed: the in-band error frame ends the frames, and is recorded", () =>
     Effect.gen(function*() {
       const [start, deltas] = streamed("msg_a", ["partial"], 3, 0)

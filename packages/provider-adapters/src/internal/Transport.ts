@@ -353,12 +353,9 @@ class EventStreamHandler<A> implements HttpClient.Handler {
       if (this.closed) return
       this.writer = write
       this.endPush = resume
-      if (this.paused) {
-        // Paused by a pull's high-water mark: the writer takes what is there.
-        this.paused = false
-        this.flush(write)
-        if (!this.paused) this.resumeSocket?.()
-      } else this.flush(write)
+      // Paused by a pull's high-water mark: resumed as by the writer, which takes what is there first.
+      if (this.paused) this.resumeWriter()
+      else this.flush(write)
     })
 
   onConnect(abort: (reason?: Error) => void): void {
