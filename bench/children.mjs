@@ -30,7 +30,7 @@ export const startChild = (name, file, env = {}, execArgv = [], args = []) =>
       env: merged,
       execArgv,
       // Standard output to /dev/null: the gateway logs a line per request, as in production, and its cost counts.
-      stdio: ["ignore", "ignore", "inherit", "ipc"]
+      stdio: ["ignore", process.env.BENCH_CHILD_STDOUT === "1" ? "inherit" : "ignore", "inherit", "ipc"]
     })
     children.add(child)
     child.benchName = name
@@ -71,10 +71,13 @@ export const ask = (child, message, timeoutMs = 10_000) =>
     child.send({ ...message, id })
   })
 
-/** CPU µs so far (user + system), V8 heap in use, resident set size and its peak so far, read inside the child. */
+/**
+ * CPU µs so far (user + system, and system alone: the kernel's share), V8 heap in use, resident set size and its peak
+ * so far, read inside the child.
+ */
 export const sample = async (child, timeoutMs) => {
   const { usage, heap, rss, peakRss } = await ask(child, { type: "cpu" }, timeoutMs)
-  return { cpu: usage.user + usage.system, heap, rss, peakRss }
+  return { cpu: usage.user + usage.system, system: usage.system, heap, rss, peakRss }
 }
 
 export const callChild = async (child, name, args) => (await ask(child, { type: "call", name, args })).value

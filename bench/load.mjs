@@ -102,6 +102,7 @@ export const measure = async (scenario, target, upstream, round, rounds, duratio
     p50: percentile(latencies, 50),
     p99: percentile(latencies, 99),
     cpuPerRequest: completed === 0 ? NaN : (after.cpu - before.cpu) / completed,
+    systemPerRequest: completed === 0 ? NaN : (after.system - before.system) / completed,
     rss: after.rss,
     errors: result.errors + result.timeouts,
     non2xx: result.non2xx,
@@ -109,7 +110,8 @@ export const measure = async (scenario, target, upstream, round, rounds, duratio
     others
   }
   console.log(
-    `${fmt(row.rps, 0).padStart(6)} req/s, p50 ${fmt(row.p50, 2)} ms, ${fmt(row.cpuPerRequest, 1)} µs CPU/req, ` +
+    `${fmt(row.rps, 0).padStart(6)} req/s, p50 ${fmt(row.p50, 2)} ms, ${fmt(row.cpuPerRequest, 1)} µs CPU/req ` +
+      `(kernel ${fmt(row.systemPerRequest, 1)}), ` +
       `rss ${mb(after.rss)} MB` + (row.errors + row.non2xx > 0 ? `, ${row.errors}/${row.non2xx} errors/non-2xx` : "") +
       (Number.isFinite(others) ? `, others ${others.toFixed(2)} cores` : "")
   )

@@ -16,6 +16,7 @@ export const summarise = (rows) => {
       p50: median(runs.map((r) => r.p50)),
       p99: median(runs.map((r) => r.p99)),
       cpuPerRequest: median(runs.map((r) => r.cpuPerRequest)),
+      systemPerRequest: median(runs.map((r) => r.systemPerRequest)),
       errors: runs.reduce((n, r) => n + r.errors, 0),
       non2xx: runs.reduce((n, r) => n + r.non2xx, 0)
     }
@@ -35,7 +36,7 @@ export const markdown = (header, lines, right) => {
 
 export const table = (summary) =>
   markdown(
-    ["scenario", "target", "req/s", "req/s by round", "p50 ms", "p99 ms", "CPU µs/req", "errors/non-2xx"],
+    ["scenario", "target", "req/s", "req/s by round", "p50 ms", "p99 ms", "CPU µs/req", "of it kernel", "errors/non-2xx"],
     summary.map((r) => [
       r.scenario,
       r.target,
@@ -44,9 +45,10 @@ export const table = (summary) =>
       fmt(r.p50, 2),
       fmt(r.p99, 2),
       fmt(r.cpuPerRequest, 1),
+      fmt(r.systemPerRequest, 1),
       `${r.errors}/${r.non2xx}`
     ]),
-    [false, false, true, true, true, true, true, true]
+    [false, false, true, true, true, true, true, true, true]
   )
 
 /** `metric` of `of` over `to` in one scenario, round by round (measured back to back), and the median of those. */
