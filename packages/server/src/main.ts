@@ -9,6 +9,10 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as Logging from "./Logging.js"
+import * as V8Flags from "./V8Flags.js"
+
+// Before any request is served: V8's allocation-site pretenuring off (see V8Flags.ts).
+V8Flags.apply()
 
 // `model-gateway` and `model-gateway serve` start the gateway without loading the command-line parser (@effect/cli and
 // its printers: a few MB of memory the serving process would carry for nothing); every other command line, `--help`
