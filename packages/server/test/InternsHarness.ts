@@ -62,9 +62,12 @@ export const startInternsHarness = async (
             zdr: true
           },
           {
+            // Listed by the endpoint routes; the chats assert what the anthro upstream was sent, so this endpoint is
+            // priced out of routing: the price-weighted choice takes it about once in 28,000 requests (at
+            // 0.00001/0.0001 it took some 2.6%, and the intern chat test failed that often).
             provider: "acme",
             upstreamModel: "claude-on-acme",
-            pricing: { prompt: "0.00001", completion: "0.0001" },
+            pricing: { prompt: "0.001", completion: "0.002" },
             zdr: false
           }
         ]
