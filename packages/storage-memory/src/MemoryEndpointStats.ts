@@ -7,7 +7,7 @@
  * moves on to the next bucket or a cooldown ends. Time comes from the attempts and from Effect's
  * `Clock`.
  */
-import { CircuitBreaker, EndpointStats, HealthWindows } from "@model-gateway/core"
+import { CircuitBreaker, EndpointStats, HealthCache, HealthWindows } from "@model-gateway/core"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -22,7 +22,7 @@ export interface MemoryEndpointStatsService extends EndpointStats.EndpointStatsS
   readonly footprint: Effect.Effect<Footprint>
 }
 
-interface Entry extends HealthWindows.HealthCache {
+interface Entry extends HealthCache.HealthCache {
   readonly windows: HealthWindows.HealthWindows
   breaker: CircuitBreaker.CircuitBreaker
   lastAt: number
@@ -52,7 +52,7 @@ export const make = (options: MemoryEndpointStatsOptions = {}): Effect.Effect<Me
       let entry = entries.get(endpointId)
       if (entry === undefined) {
         if (entries.size >= maxEndpoints) evictIdlest()
-        entry = Object.assign(HealthWindows.emptyCache(), {
+        entry = Object.assign(HealthCache.emptyCache(), {
           windows: HealthWindows.empty(),
           breaker: CircuitBreaker.closed,
           lastAt: -Infinity
@@ -63,12 +63,12 @@ export const make = (options: MemoryEndpointStatsOptions = {}): Effect.Effect<Me
     }
 
     const healthOf = (entry: Entry, now: number): EndpointStats.EndpointHealth =>
-      HealthWindows.cachedHealth(entry, entry.windows, entry.breaker, now, cacheTtl)
+      HealthCache.cachedHealth(entry, entry.windows, entry.breaker, now, cacheTtl)
 
     const record = (attempt: EndpointStats.AttemptRecord): Effect.Effect<void> =>
       Effect.sync(() => {
         const entry = entryOf(attempt.endpointId)
-        HealthWindows.recorded(entry)
+        HealthCache.recorded(entry)
         HealthWindows.record(entry.windows, attempt)
         entry.breaker = CircuitBreaker.record(entry.breaker, attempt, breakerOptions)
         if (attempt.at > entry.lastAt) entry.lastAt = attempt.at

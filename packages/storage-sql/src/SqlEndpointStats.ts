@@ -20,7 +20,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlSchema from "@effect/sql/SqlSchema"
-import { CircuitBreaker, EndpointStats, HealthWindows } from "@model-gateway/core"
+import { CircuitBreaker, EndpointStats, HealthCache, HealthWindows } from "@model-gateway/core"
 import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -50,7 +50,7 @@ export interface SqlEndpointStatsService extends EndpointStats.EndpointStatsServ
   readonly footprint: Effect.Effect<Footprint>
 }
 
-interface Entry extends HealthWindows.HealthCache {
+interface Entry extends HealthCache.HealthCache {
   readonly view: HealthWindows.HealthWindows
   pending: HealthWindows.HealthWindows | undefined
   breaker: CircuitBreaker.CircuitBreaker
@@ -139,7 +139,7 @@ export const make = (
     const lock = yield* Effect.makeSemaphore(1)
 
     const newEntry = (): Entry =>
-      Object.assign(HealthWindows.emptyCache(), {
+      Object.assign(HealthCache.emptyCache(), {
         view: HealthWindows.empty(),
         pending: undefined,
         breaker: CircuitBreaker.closed,
@@ -378,12 +378,12 @@ export const make = (
     )
 
     const healthOf = (entry: Entry, now: number): EndpointStats.EndpointHealth =>
-      HealthWindows.cachedHealth(entry, entry.view, entry.breaker, now, cacheTtl)
+      HealthCache.cachedHealth(entry, entry.view, entry.breaker, now, cacheTtl)
 
     const record = (attempt: EndpointStats.AttemptRecord): Effect.Effect<void> =>
       Effect.sync(() => {
         const entry = entryOf(attempt.endpointId)
-        HealthWindows.recorded(entry)
+        HealthCache.recorded(entry)
         HealthWindows.record(entry.view, attempt)
         if (entry.pending === undefined) entry.pending = HealthWindows.empty()
         HealthWindows.record(entry.pending, attempt)

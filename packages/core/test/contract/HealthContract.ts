@@ -10,7 +10,7 @@
  * or only while time stands still, should have short ones.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { EndpointStats, HealthWindows, SessionAffinity } from "@model-gateway/core"
+import { EndpointStats, HealthCache, HealthWindows, SessionAffinity } from "@model-gateway/core"
 import type { Scope } from "effect"
 import { Context, Duration, Effect, Layer, Option, TestClock } from "effect"
 
@@ -223,12 +223,12 @@ export const endpointStatsContract = (
           yield* TestClock.setTime(T + 10_300)
           const second = yield* healthOf(endpointId)
           assert.isFalse(second!.halfOpen)
-          assert.strictEqual(second!.coolingDownUntil, T + 10_200 + HealthWindows.PROBE_WINDOW_MS)
+          assert.strictEqual(second!.coolingDownUntil, T + 10_200 + HealthCache.PROBE_WINDOW_MS)
           // The probe has not answered within the window: the next reader probes.
-          yield* TestClock.setTime(T + 10_200 + HealthWindows.PROBE_WINDOW_MS)
+          yield* TestClock.setTime(T + 10_200 + HealthCache.PROBE_WINDOW_MS)
           assert.isTrue((yield* healthOf(endpointId))!.halfOpen)
           // It answers: closed, for every reader.
-          yield* recordAll([attemptRecord({ endpointId, at: T + 10_200 + HealthWindows.PROBE_WINDOW_MS })])
+          yield* recordAll([attemptRecord({ endpointId, at: T + 10_200 + HealthCache.PROBE_WINDOW_MS })])
           for (let i = 0; i < 2; i++) {
             const closed = yield* healthOf(endpointId)
             assert.isFalse(closed!.halfOpen)
