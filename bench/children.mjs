@@ -30,6 +30,7 @@ export const startChild = (name, file, env = {}, execArgv = [], args = []) =>
       env: merged,
       execArgv,
       // Standard output to /dev/null: the gateway logs a line per request, as in production, and its cost counts.
+      // BENCH_CHILD_STDOUT=1 lets it through (V8's --trace-gc-nvp writes there).
       stdio: ["ignore", process.env.BENCH_CHILD_STDOUT === "1" ? "inherit" : "ignore", "inherit", "ipc"]
     })
     children.add(child)
