@@ -6,12 +6,13 @@
 //   instances of 16 connections), per target.
 // - open streams: `streams` streams opened at once through each target (slow ones: 20 deltas 500 ms apart, ~10 s),
 //   all held open together; the upstream reports how many it had open at most, i.e. how many the target really held.
+//   `bodyKb` > 0 sends each a conversation of that size (BENCH_STREAM_BODY_KB) rather than the one-line fixture.
 import { Agent } from "node:http"
 import { callChild, sample } from "./children.mjs"
 import { fmt, load, mb } from "./load.mjs"
 import { send } from "./probes-latency.mjs"
 import { markdown } from "./report.mjs"
-import { requestFor } from "./requests.mjs"
+import { requestFor, withConversation } from "./requests.mjs"
 
 /** Reads the target's RSS every `everyMs` until `stop()`; resolves { peak, samples } once stopped. */
 const watchRss = (target, everyMs) => {
@@ -67,17 +68,21 @@ export const sustainedTable = (results, seconds) =>
     [false, true, true, true, true, true]
   )
 
-export const openStreamsProbe = async (targets, upstream, provider, { streams, deltas = 20, intervalMs = 500 }) => {
+export const openStreamsProbe = async (targets, upstream, provider, { streams, deltas = 20, intervalMs = 500, bodyKb = 0 }) => {
   await callChild(upstream.child, "configure", { deltas, intervalMs })
   const results = []
   try {
     for (const target of targets) {
-      process.stdout.write(`  streams  ${target.name.padEnd(12)} ${streams} open at once (${deltas} deltas ${intervalMs} ms apart) ... `)
+      const size = bodyKb > 0 ? `, ${bodyKb} KB requests` : ""
+      process.stdout.write(
+        `  streams  ${target.name.padEnd(12)} ${streams} open at once (${deltas} deltas ${intervalMs} ms apart${size}) ... `
+      )
       await callChild(upstream.child, "resetStreams")
       const before = await sample(target.child)
       const watch = watchRss(target, 250)
       const agent = new Agent({ keepAlive: false, maxSockets: Infinity })
-      const req = requestFor(target, provider, true, upstream.url)
+      const plain = requestFor(target, provider, true, upstream.url)
+      const req = bodyKb > 0 ? withConversation(plain, bodyKb) : plain
       const started = performance.now()
       const all = await Promise.allSettled(Array.from({ length: streams }, () => send(target, req, agent)))
       const seconds = (performance.now() - started) / 1000

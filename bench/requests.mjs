@@ -55,3 +55,16 @@ export const requestFor = (target, provider, stream, upstreamUrl) => {
     body: requestBody(stream, "m")
   }
 }
+
+/**
+ * `req` with its messages replaced by a conversation of about `kb` KB (alternating user and assistant turns of plain
+ * text, then the fixture's question), as a coding agent sends with every turn. String contents: the same body is valid
+ * in the Anthropic and the OpenAI formats.
+ */
+export const withConversation = (req, kb) => {
+  const body = JSON.parse(req.body)
+  const turns = Math.max(2, Math.round(kb / 5))
+  const turn = (i) => Array.from({ length: 5 * 1024 / 8 }, (_, n) => `t${i}w${n} `.padEnd(8, "x")).join("")
+  const messages = Array.from({ length: turns }, (_, i) => ({ role: i % 2 === 0 ? "user" : "assistant", content: turn(i) }))
+  return { ...req, body: JSON.stringify({ ...body, messages: [...messages, ...body.messages] }) }
+}

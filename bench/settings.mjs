@@ -79,6 +79,8 @@ export const INTERCHUNK = {
 }
 export const MEMORY_SECONDS = numberFromEnv("BENCH_MEMORY_SECONDS", 60)
 export const OPEN_STREAMS = Math.round(numberFromEnv("BENCH_STREAMS", 1000))
+/** The open-streams probe's request: 0, the fixture's one-line message; else a conversation of about this many KB. */
+export const STREAM_BODY_KB = Math.round(numberFromEnv("BENCH_STREAM_BODY_KB", 0, { allowZero: true }))
 
 // BENCH_CPU_PROF=1 profiles the gateway; a list ("proxy,gateway") names the children to profile.
 export const PROFILED = new Set(

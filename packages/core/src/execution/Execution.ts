@@ -15,6 +15,35 @@ export interface Execution extends Requested {
   readonly steps: Array<PipelineStep>
 }
 
+/** Every field of an `Execution`: a field added to it and not here fails to compile. */
+const EXECUTION_FIELDS = {
+  context: true,
+  started: true,
+  clock: true,
+  stream: true,
+  modelId: true,
+  sessionId: true,
+  user: true,
+  extra: true,
+  recordUsage: true,
+  metadata: true,
+  admission: true,
+  steps: true
+} as const satisfies Record<keyof Execution, true>
+
+const executionKeys = Object.keys(EXECUTION_FIELDS) as ReadonlyArray<keyof Execution>
+
+/**
+ * The fields of an `Execution`, copied out of `run`, which may be a larger object (a messages run holds the request
+ * and the body): what outlives the upstream call (a stream being told, its record) keeps this copy, and the rest of
+ * the run can go.
+ */
+export const executionOf = (run: Execution): Execution => {
+  const out: Record<string, unknown> = {}
+  for (const key of executionKeys) out[key] = run[key]
+  return out as unknown as Execution
+}
+
 /** The ports an execution records to. */
 export interface ExecutorPorts {
   readonly usageLog: UsageLogService

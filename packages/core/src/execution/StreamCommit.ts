@@ -17,8 +17,8 @@ import * as Push from "../upstream/Push.js"
 import { nextAttempt, toGatewayError, UpstreamError } from "../upstream/Upstream.js"
 import { failureStep, outcomeOf, recordAttempt, recordFailedAttempt, successStep } from "./Attempts.js"
 import * as Charging from "./Charging.js"
-import type { FrameContext, Pull, StreamState } from "./Dialect.js"
-import type { Execution, ExecutionResult, ExecutorPorts, Planned } from "./Execution.js"
+import type { Dialect, FrameContext, FrameDialect, Pull, StreamState } from "./Dialect.js"
+import { type Execution, executionOf, type ExecutionResult, type ExecutorPorts, type Planned } from "./Execution.js"
 import { type FramePull, framesOf, type Outcome } from "./Outcome.js"
 
 /** The attempt that produced content first, with the events it gave until then. */
@@ -63,13 +63,28 @@ export const stream = <A, E>(
     if (affinityKey !== undefined) {
       yield* ports.affinity.set(affinityKey, committed.attempt.endpoint.id)
     }
-    const state: StreamState = { usage: {}, sawEnd: false, errorType: null, failure: undefined }
     run.steps.push(successStep(committed.attempt, committed.index))
-    yield* Scope.addFinalizer(scope, Effect.suspend(() => recordCommitted(ports, planned, committed, state)))
-    const open = Effect.as(closeWithEnclosing(scope), framePull(planned, committed, state))
-    const outcome: Outcome = { _tag: "Stream", open, frames: framesOf(open) }
-    return { outcome, answer: undefined, charge: undefined }
+    return yield* told<A, E>(ports, tellingOf(planned), committed, scope)
   })
+
+/**
+ * The committed stream's outcome, and its records added to `scope`. Apart from `stream`: a closure made there would
+ * hold `stream`'s context, and with it the planned execution (see `Telling`), until the stream ends.
+ */
+const told = <A, E>(
+  ports: ExecutorPorts,
+  telling: Telling<E>,
+  committed: Committed<E>,
+  scope: Scope.CloseableScope
+): Effect.Effect<ExecutionResult<A>> => {
+  const state: StreamState = { usage: {}, sawEnd: false, errorType: null, failure: undefined }
+  const open = Effect.as(closeWithEnclosing(scope), framePull(telling, committed, state))
+  const outcome: Outcome = { _tag: "Stream", open, frames: framesOf(open) }
+  return Effect.as(
+    Scope.addFinalizer(scope, Effect.suspend(() => recordCommitted(ports, telling, committed, state))),
+    { outcome, answer: undefined, charge: undefined }
+  )
+}
 
 /**
  * Opens attempts in order until one produces content. Events before the first content are held; a retryable
@@ -129,26 +144,39 @@ const commit = <A, E>(ports: ExecutorPorts, planned: Planned<A, E>, scope: Scope
     return { _tag: "Failed", error: toGatewayError(last!), tried } as Commitment<E>
   })
 
-const chargeOf = <A, E>(planned: Planned<A, E>, attempt: Attempt, state: StreamState) =>
-  Charging.charge(
-    attempt.endpoint.pricing,
-    planned.dialect.streamUsage(state.usage),
-    planned.run.extra,
-    planned.run.context.priceFactor
-  )
+/**
+ * What a committed stream keeps until it ends: the execution's own fields, and what the dialect tells and bills a
+ * stream with. Not the planned execution: through its run and its dialect's calls, that holds the request and its
+ * body (a whole conversation, often hundreds of KB), which nothing needs once an attempt has committed. Kept, it
+ * would be held as long as the stream is open: a thousand open streams would hold a thousand prompts.
+ */
+interface Telling<E> {
+  readonly run: Execution
+  readonly frames: FrameDialect<E>
+  readonly streamUsage: Dialect<unknown, E>["streamUsage"]
+}
+
+const tellingOf = <A, E>({ dialect, run }: Planned<A, E>): Telling<E> => ({
+  run: executionOf(run),
+  frames: dialect.frames,
+  streamUsage: dialect.streamUsage
+})
+
+const chargeOf = <E>(told: Telling<E>, attempt: Attempt, state: StreamState) =>
+  Charging.charge(attempt.endpoint.pricing, told.streamUsage(state.usage), told.run.extra, told.run.context.priceFactor)
 
 /**
  * The frames as a plain loop of pulls: the held events first, then each upstream chunk decorated as it comes, then
  * the end check. No Stream stages in between: each would cost every chunk a channel's machinery.
  */
-const framePull = <A, E>(planned: Planned<A, E>, committed: Committed<E>, state: StreamState): FramePull => {
-  const { dialect, run } = planned
+const framePull = <E>(told: Telling<E>, committed: Committed<E>, state: StreamState): FramePull => {
+  const { frames, run } = told
   const { requestId } = run.context
-  const { error: errorFrame, frame, isEnd, trailer, unfinished } = dialect.frames
+  const { error: errorFrame, frame, isEnd, trailer, unfinished } = frames
   const context: FrameContext = {
     attempt: committed.attempt,
     state,
-    charge: () => chargeOf(planned, committed.attempt, state),
+    charge: () => chargeOf(told, committed.attempt, state),
     pipeline: run.context.metadata ? run.steps : undefined,
     requestId
   }
@@ -228,14 +256,14 @@ const framePull = <A, E>(planned: Planned<A, E>, committed: Committed<E>, state:
 }
 
 /** The records of a committed attempt, when its scope closes: its statistics and the request's usage. */
-const recordCommitted = <A, E>(
+const recordCommitted = <E>(
   ports: ExecutorPorts,
-  planned: Planned<A, E>,
+  told: Telling<E>,
   { attempt, attemptStart, firstContentAt, index }: Committed<E>,
   state: StreamState
 ): Effect.Effect<void> => {
-  const run: Execution = planned.run
-  const sum = chargeOf(planned, attempt, state)
+  const { run } = told
+  const sum = chargeOf(told, attempt, state)
   const failure = state.failure
   return Effect.zipRight(
     recordAttempt(ports.stats, attempt.endpoint.id, attemptStart, run.clock.unsafeCurrentTimeMillis(), {

@@ -4,7 +4,8 @@
  * (spec 2.2), stream events decorated where they carry the message or usage, `event: error` frames in band.
  */
 import * as GatewayError from "../errors/GatewayError.js"
-import type { Dialect, FrameContext } from "../execution/Dialect.js"
+import type { Charge } from "../execution/Charging.js"
+import type { Dialect, FrameContext, FrameDialect } from "../execution/Dialect.js"
 import * as ResponseHealing from "../plugins/ResponseHealing.js"
 import type { MessagesPorts } from "./MessagesPorts.js"
 import type { Run } from "./Run.js"
@@ -50,18 +51,24 @@ export const make = (ports: MessagesPorts, run: Run, calls: AttemptCalls): Diale
     }
     return out
   },
-  frames: {
-    isContent,
-    isEnd,
-    frame: (event, context) => decorated(run, context, event),
-    error: inBandError,
-    trailer: "",
-    unfinished: "upstream stream ended before message_stop"
-  }
+  frames: framesOf(run.extra)
+})
+
+/**
+ * How a run's stream events are told. Made apart from `make` so that the frames, which live as long as the stream, do
+ * not hold the run (its request and body, often hundreds of KB) through `make`'s closures.
+ */
+const framesOf = (extra: Charge | undefined): FrameDialect<StreamEvent> => ({
+  isContent,
+  isEnd,
+  frame: (event, context) => decorated(extra, context, event),
+  error: inBandError,
+  trailer: "",
+  unfinished: "upstream stream ended before message_stop"
 })
 
 /** One event as the client receives it: `message_start` and `message_delta` with the model, provider and usage. */
-const decorated = (run: Run, context: FrameContext, event: StreamEvent): string => {
+const decorated = (extra: Charge | undefined, context: FrameContext, event: StreamEvent): string => {
   switch (event.type) {
     case "message_start": {
       const message = (event.message ?? {}) as JsonObject
@@ -71,7 +78,7 @@ const decorated = (run: Run, context: FrameContext, event: StreamEvent): string 
         model: context.attempt.model.id,
         provider: context.attempt.endpoint.provider,
         usage: UsageAccounting.completeUsage(
-          UsageAccounting.shownUsage(context.state.usage, sum.usage, run.extra),
+          UsageAccounting.shownUsage(context.state.usage, sum.usage, extra),
           sum.cost
         )
       })
@@ -81,14 +88,14 @@ const decorated = (run: Run, context: FrameContext, event: StreamEvent): string 
       return sseFrame({ ...event, message: out })
     }
     case "message_delta":
-      return sseFrame({ ...event, usage: deltaUsage(run, context, event.usage as JsonObject | undefined) })
+      return sseFrame({ ...event, usage: deltaUsage(extra, context, event.usage as JsonObject | undefined) })
     default:
       return sseFrame(event)
   }
 }
 
 /** A `message_delta`'s usage: the upstream's, with the output tokens and cost so far (summed with fusion's). */
-const deltaUsage = (run: Run, context: FrameContext, delta: JsonObject | undefined): JsonObject => {
+const deltaUsage = (extra: Charge | undefined, context: FrameContext, delta: JsonObject | undefined): JsonObject => {
   if (delta !== undefined) {
     for (const [k, value] of Object.entries(delta)) {
       if (value !== null) {
@@ -98,7 +105,7 @@ const deltaUsage = (run: Run, context: FrameContext, delta: JsonObject | undefin
   }
   const sum = context.charge()
   const shown: JsonObject = Object.assign({}, delta, { output_tokens: sum.usage.output, cost: Number(sum.cost) })
-  if (run.extra !== undefined) {
+  if (extra !== undefined) {
     if (typeof delta?.input_tokens === "number") {
       shown.input_tokens = sum.usage.input
     }

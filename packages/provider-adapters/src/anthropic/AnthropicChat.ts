@@ -62,13 +62,16 @@ export const make = (calls: MessagesCalls) => ({
   },
   streamOpenAi: (call: Upstream.OpenAiCall): Effect.Effect<Upstream.JsonPull, Upstream.UpstreamError, Scope.Scope> => {
     if (call.api !== "chat") return Effect.fail(unsupported(call))
+    // The closures below refer to `shown`, not to `call`: one holding the call would hold its body (the whole
+    // conversation) for as long as the stream is open.
+    const shown = presentation(call)
     return Effect.flatMap(
       translated(call, true),
       (messagesCall) =>
         Effect.map(calls.streamMessage(messagesCall), (pull) => {
           // The gateway always asks for usage (it bills it); a client that did not ask does not get the usage chunk.
           const translator = ChatTranslate.makeChunkTranslator({
-            ...presentation(call),
+            ...shown,
             id: `chatcmpl-${globalThis.crypto.randomUUID().replaceAll("-", "")}`,
             includeUsage: true
           })

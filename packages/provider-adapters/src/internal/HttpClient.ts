@@ -184,8 +184,13 @@ export interface Request {
   readonly bodyMs: number
 }
 
-/** Sends `request` to `target` through `pool` and tells `handler` what happens (see `Handler`). */
+/**
+ * Sends `request` to `target` through `pool` and tells `handler` what happens (see `Handler`). No closure here refers
+ * to `request`: its body (a prompt, often hundreds of KB) is then free once written, not held as long as the answer
+ * streams.
+ */
 export const post = (pool: Pool, target: Target, request: Request, handler: Handler): void => {
+  const { bodyMs, connectMs, headersMs } = request
   let done = false
   let response: IncomingMessage | undefined = undefined
   let timer: NodeJS.Timeout | undefined = undefined
@@ -225,17 +230,17 @@ export const post = (pool: Pool, target: Target, request: Request, handler: Hand
     finish(error)
     req.destroy(error)
   }
-  timer = setTimeout(expire, request.headersMs, "headers", request.headersMs)
+  timer = setTimeout(expire, headersMs, "headers", headersMs)
 
   req.on("socket", (socket: Socket) => {
     if (!socket.connecting || done) return
     // A new connection: its own limit, then the head's limit again from the moment it is connected.
     clearTimeout(timer)
-    timer = setTimeout(expire, request.connectMs, "connect", request.connectMs)
+    timer = setTimeout(expire, connectMs, "connect", connectMs)
     socket.once("connect", () => {
       if (done) return
       clearTimeout(timer)
-      timer = setTimeout(expire, request.headersMs, "headers", request.headersMs)
+      timer = setTimeout(expire, headersMs, "headers", headersMs)
     })
   })
   req.on("response", (res: IncomingMessage) => {
@@ -245,7 +250,7 @@ export const post = (pool: Pool, target: Target, request: Request, handler: Hand
     }
     response = res
     clearTimeout(timer)
-    timer = setTimeout(expire, request.bodyMs, "body", request.bodyMs)
+    timer = setTimeout(expire, bodyMs, "body", bodyMs)
     res.on("data", (chunk: Buffer) => {
       if (done) return
       timer!.refresh()

@@ -101,6 +101,12 @@ const dispatch = (transport: Transport, call: HttpCall, handler: HttpClient.Hand
   }, handler)
 }
 
+/**
+ * What a handler keeps of its call to describe a failure. Not the call itself: its body (a prompt, often hundreds of
+ * KB) would then be held as long as the answer is read, a whole stream's length.
+ */
+const sourceOf = (call: HttpCall): ErrorSource => ({ headers: call.headers, describeError: call.describeError })
+
 /** Collects one JSON answer. */
 class JsonHandler implements HttpClient.Handler {
   private abort: ((reason?: Error) => void) | undefined = undefined
@@ -109,11 +115,16 @@ class JsonHandler implements HttpClient.Handler {
   private headers: HttpClient.Headers | undefined = undefined
   private chunks: Array<Buffer> = []
   private length = 0
+  private readonly source: ErrorSource
+  private readonly check: HttpCall["check"]
 
   constructor(
-    private readonly call: HttpCall,
+    call: HttpCall,
     private readonly resume: (effect: Effect.Effect<unknown, Upstream.UpstreamError>) => void
-  ) {}
+  ) {
+    this.source = sourceOf(call)
+    this.check = call.check
+  }
 
   onConnect(abort: (reason?: Error) => void): void {
     if (this.done) abort()
@@ -138,7 +149,7 @@ class JsonHandler implements HttpClient.Handler {
     const text = textOf(this.chunks, this.length)
     this.chunks = []
     if (this.status >= 300) {
-      return this.resume(Effect.fail(errorFromResponse(this.call, this.status, this.headers, text)))
+      return this.resume(Effect.fail(errorFromResponse(this.source, this.status, this.headers, text)))
     }
     let json: unknown
     try {
@@ -152,7 +163,7 @@ class JsonHandler implements HttpClient.Handler {
         })
       ))
     }
-    const invalid = this.call.check?.(json)
+    const invalid = this.check?.(json)
     this.resume(invalid === undefined ? Effect.succeed(json) : Effect.fail(invalid))
   }
 
@@ -162,7 +173,7 @@ class JsonHandler implements HttpClient.Handler {
     this.chunks = []
     // An error answer whose body could not be read is still that error, with an empty text.
     this.resume(Effect.fail(
-      this.status >= 300 ? errorFromResponse(this.call, this.status, this.headers, "") : classifyThrown(error)
+      this.status >= 300 ? errorFromResponse(this.source, this.status, this.headers, "") : classifyThrown(error)
     ))
   }
 
@@ -228,7 +239,10 @@ class EventStreamHandler<A> implements HttpClient.Handler {
   private writer: Push.Writer<A> | undefined = undefined
   private endPush: ((effect: Effect.Effect<void, Upstream.UpstreamError>) => void) | undefined = undefined
 
-  constructor(private readonly call: HttpCall, private readonly decode: EventDecoder<A>) {
+  private readonly source: ErrorSource
+
+  constructor(call: HttpCall, private readonly decode: EventDecoder<A>) {
+    this.source = sourceOf(call)
     this.parser = createParser({ onEvent: (message) => this.onEvent(message) })
   }
 
@@ -395,7 +409,7 @@ class EventStreamHandler<A> implements HttpClient.Handler {
     this.finished = true
     if (this.status >= 300) {
       this.failure = errorFromResponse(
-        this.call,
+        this.source,
         this.status,
         this.headers,
         textOf(this.errorChunks, this.errorLength)
@@ -419,7 +433,7 @@ class EventStreamHandler<A> implements HttpClient.Handler {
     if (this.finished) return
     this.finished = true
     if (this.status >= 300) {
-      this.failure = errorFromResponse(this.call, this.status, this.headers, "")
+      this.failure = errorFromResponse(this.source, this.status, this.headers, "")
       this.errorChunks = []
     } else if (!this.stopped) {
       this.failure = classifyThrown(error)
@@ -455,10 +469,16 @@ export const openEventStream = <A>(
   Effect.scopeWith((scope) => {
     const handler = new EventStreamHandler(call, decoder)
     return Effect.zipRight(
-      Scope.addFinalizer(scope, Effect.sync(() => handler.close())),
+      Scope.addFinalizer(scope, closing(handler)),
       Effect.sync(() => {
         dispatch(transport, call, handler)
         return Push.pushable(handler.pull, handler.push)
       })
     )
   })
+
+/**
+ * A stream's finalizer, made out of `openEventStream`'s closure: a closure there would share its context, which holds
+ * the call and its body, for as long as the scope lives.
+ */
+const closing = <A>(handler: EventStreamHandler<A>): Effect.Effect<void> => Effect.sync(() => handler.close())

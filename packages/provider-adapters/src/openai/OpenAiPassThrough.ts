@@ -65,8 +65,11 @@ export const make = (transport: Transport, options: PassThroughOptions) => {
       describeError
     }) as Effect.Effect<Wire.JsonObject, Upstream.UpstreamError>
 
-  const streamOpenAi = (call: Upstream.OpenAiCall): Effect.Effect<Upstream.JsonPull, never, Scope.Scope> =>
-    openEventStream(transport, {
+  // The decoder refers to `call.api` only, not to `call`: a closure holding the call would hold its body (the whole
+  // conversation) for as long as the stream is open.
+  const streamOpenAi = (call: Upstream.OpenAiCall): Effect.Effect<Upstream.JsonPull, never, Scope.Scope> => {
+    const { api } = call
+    return openEventStream(transport, {
       url: urlOf(call),
       headers: options.streamHeaders,
       body: JSON.stringify(capField(call, options.maxTokensField)),
@@ -82,10 +85,10 @@ export const make = (transport: Transport, options: PassThroughOptions) => {
         } catch {
           throw malformed
         }
-        if (call.api === "chat" && data.error !== undefined && data.error !== null) {
+        if (api === "chat" && data.error !== undefined && data.error !== null) {
           throw OpenAiTranslate.classifyInBandError(data.error)
         }
-        if (call.api === "responses") {
+        if (api === "responses") {
           if (typeof data.type !== "string" && message.event !== undefined) data.type = message.event
           const failure = responsesError(data)
           if (failure !== undefined) throw failure
@@ -94,6 +97,7 @@ export const make = (transport: Transport, options: PassThroughOptions) => {
       },
       end: () => {}
     })
+  }
 
   return { createOpenAi, streamOpenAi }
 }

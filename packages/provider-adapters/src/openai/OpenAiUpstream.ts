@@ -89,12 +89,14 @@ export const make = (options: OpenAiOptions): Effect.Effect<Upstream.UpstreamSer
       )
 
     // Chunks are translated as each network read arrives, with no Effect per chunk (see Transport.openEventStream).
+    // No closure here refers to `call`, nor is an error made ahead: either would hold the call's body (the whole
+    // conversation) for as long as the stream is open.
     const streamMessage = (
       call: Upstream.MessagesCall
-    ): Effect.Effect<Upstream.EventPull, Upstream.UpstreamError, Scope.Scope> =>
-      Effect.flatMap(translate(call, true), (body) => {
-        const translator = OpenAiTranslate.makeStreamTranslator(call.endpoint.upstreamModel)
-        const malformed = new Upstream.UpstreamError({ kind: "transport", message: "upstream sent a malformed chunk" })
+    ): Effect.Effect<Upstream.EventPull, Upstream.UpstreamError, Scope.Scope> => {
+      const { upstreamModel } = call.endpoint
+      return Effect.flatMap(translate(call, true), (body) => {
+        const translator = OpenAiTranslate.makeStreamTranslator(upstreamModel)
         return openEventStream(transport, {
           url,
           headers: streamHeaders,
@@ -112,13 +114,14 @@ export const make = (options: OpenAiOptions): Effect.Effect<Upstream.UpstreamSer
             try {
               chunk = JSON.parse(message.data) as Wire.JsonObject
             } catch {
-              throw malformed
+              throw new Upstream.UpstreamError({ kind: "transport", message: "upstream sent a malformed chunk" })
             }
             append(translator.push(chunk), out)
           },
           end: (out) => append(translator.end(), out)
         })
       })
+    }
 
     const passThrough = OpenAiPassThrough.make(transport, {
       baseUrl: options.baseUrl,
