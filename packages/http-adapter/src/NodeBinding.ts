@@ -356,9 +356,24 @@ const describe = (
   }
 }
 
-/** A body read already (ahead of the request's fiber), under a route's own limit. */
-const readAlready = (bytes: Uint8Array) => (limit: number): Effect.Effect<Uint8Array, BodyError> =>
-  bytes.byteLength > limit ? Effect.fail(tooLarge(limit)) : Effect.succeed(bytes)
+/**
+ * A body read already (ahead of the request's fiber), given once, as `GatewayRequest` says a body is read: `body`, or
+ * `bodyUpTo` under a route's own limit. The request lives as long as its handler, for a JSON answer the upstream's
+ * whole latency, and keeps no bytes that were parsed already (a conversation is often hundreds of KB).
+ */
+const readAhead = (
+  bytes: Uint8Array
+): { readonly body: GatewayRequest["body"]; readonly bodyUpTo: NonNullable<GatewayRequest["bodyUpTo"]> } => {
+  let held: Uint8Array | undefined = bytes
+  const take = (limit: number): Effect.Effect<Uint8Array, BodyError> =>
+    Effect.suspend(() => {
+      const out = held
+      if (out === undefined) return Effect.dieMessage("a request body is read once")
+      held = undefined
+      return out.byteLength > limit ? Effect.fail(tooLarge(limit)) : Effect.succeed(out)
+    })
+  return { body: take(Infinity), bodyUpTo: take }
+}
 
 /**
  * Bodies up to this size, when their length is declared, are read before the request's fiber starts. That spares
@@ -423,7 +438,10 @@ export const makeListener = <E>(
         req,
         readAheadLimit,
         idleMs,
-        (bytes) => serve(req, res, Effect.succeed(bytes), readAlready(bytes)),
+        (bytes) => {
+          const { body, bodyUpTo } = readAhead(bytes)
+          serve(req, res, body, bodyUpTo)
+        },
         (error) => {
           if (error._tag === "RequestTimeout") serve(req, res, Effect.fail(error), () => Effect.fail(error))
         }

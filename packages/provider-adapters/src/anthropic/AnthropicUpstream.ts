@@ -81,7 +81,7 @@ export const make = (options: AnthropicOptions): Effect.Effect<Upstream.Upstream
       postJson(transport, {
         url,
         headers: headersFor(call, false),
-        body: JSON.stringify(Wire.withField(call.body, "stream", false)),
+        body: () => JSON.stringify(Wire.withField(call.body, "stream", false)),
         stream: false,
         describeError,
         check: checkMessage
@@ -127,7 +127,7 @@ export const make = (options: AnthropicOptions): Effect.Effect<Upstream.Upstream
         postJson(transport, {
           url: countUrl,
           headers: headersFor(call, false),
-          body: JSON.stringify(call.body),
+          body: () => JSON.stringify(call.body),
           stream: false,
           describeError,
           check: checkCount

@@ -71,7 +71,12 @@ export const scopedTransport = (timeouts: Partial<Timeouts> = {}): Effect.Effect
 export interface HttpCall extends ErrorSource {
   readonly url: string
   readonly headers: Record<string, string>
-  readonly body: string
+  /**
+   * The body, or what makes it when the request is sent. A function lets the text go once it is written: the Effect
+   * that sends a call (and keeps the call) lives as long as its answer is awaited, the upstream's whole latency, and a
+   * prompt's text is often hundreds of KB. What it reads (the parsed request) is kept anyway, for a fallback.
+   */
+  readonly body: string | (() => string)
   readonly stream: boolean
   /**
    * Checks a parsed successful answer (JSON answers only): a returned error fails the call. Done in the transport's
@@ -94,7 +99,7 @@ const dispatch = (transport: Transport, call: HttpCall, handler: HttpClient.Hand
   const { timeouts } = transport
   HttpClient.post(transport.pool, target, {
     headers: call.headers,
-    body: call.body,
+    body: typeof call.body === "string" ? call.body : call.body(),
     connectMs: timeouts.connectMs,
     headersMs: call.stream ? timeouts.firstByteMs : timeouts.requestMs,
     bodyMs: call.stream ? timeouts.idleMs : timeouts.requestMs
@@ -190,8 +195,14 @@ export const postJson = (transport: Transport, call: HttpCall): Effect.Effect<un
   Effect.async((resume) => {
     const handler = new JsonHandler(call, resume)
     dispatch(transport, call, handler)
-    return Effect.sync(() => handler.cancel())
+    return cancelling(handler)
   })
+
+/**
+ * A JSON call's canceler, made out of `postJson`'s closure: a closure there would share its context, which holds the
+ * call and its body, for as long as the answer is awaited.
+ */
+const cancelling = (handler: JsonHandler): Effect.Effect<void> => Effect.sync(() => handler.cancel())
 
 /**
  * What a stream's adapter makes of its server-sent events, as they arrive. Throwing an `UpstreamError` fails the

@@ -60,7 +60,7 @@ export const make = (transport: Transport, options: PassThroughOptions) => {
     postJson(transport, {
       url: urlOf(call),
       headers: options.headers,
-      body: JSON.stringify(capField(call, options.maxTokensField)),
+      body: () => JSON.stringify(capField(call, options.maxTokensField)),
       stream: false,
       describeError
     }) as Effect.Effect<Wire.JsonObject, Upstream.UpstreamError>

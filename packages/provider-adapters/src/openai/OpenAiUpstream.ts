@@ -81,7 +81,7 @@ export const make = (options: OpenAiOptions): Effect.Effect<Upstream.UpstreamSer
       Effect.flatMap(
         translate(call, false),
         (body) =>
-          postJson(transport, { url, headers, body: JSON.stringify(body), stream: false, describeError }).pipe(
+          postJson(transport, { url, headers, body: () => JSON.stringify(body), stream: false, describeError }).pipe(
             Effect.flatMap((json) =>
               OpenAiTranslate.fromChatCompletion(json as Wire.JsonObject, call.endpoint.upstreamModel)
             )
