@@ -18,6 +18,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import type { GatewayRequest, GatewayResponse, Handler, HandlerRequirements } from "./GatewayHttp.js"
 import type * as HttpTypes from "./HttpTypes.js"
 import type { BodyError } from "./HttpTypes.js"
+import { endAtTurnEnd } from "./TurnEnd.js"
 
 export interface NodeOptions {
   /** Largest accepted request body in bytes; larger gets 413. Default 32 MiB. */
@@ -287,7 +288,7 @@ export const writeResponse = (
           response.status,
           Object.assign({}, response.headers, { "content-length": Buffer.byteLength(text) })
         )
-        res.end(text)
+        endAtTurnEnd(res, text)
       })
     }
     case "Empty":

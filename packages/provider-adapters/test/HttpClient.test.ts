@@ -194,6 +194,52 @@ describe("HttpClient", () => {
     expect(requests).toBe(0)
   })
 
+  it("requests posted in one turn are sent after it, together; one aborted before its end is never sent", async () => {
+    const seen: Array<string> = []
+    const server = createServer((req, res) => {
+      let body = ""
+      req.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")))
+      req.on("end", () => {
+        seen.push(body)
+        res.end("{}")
+      })
+    })
+    servers.push(server)
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/messages`
+    const p = pool()
+    // Three idle keep-alive connections, so that nothing waits for a connect: a request ended at once would be written
+    // to its socket at once, before the abort below.
+    await Promise.all([post(p, url), post(p, url), post(p, url)])
+    expect(p.openSockets).toBe(3)
+    seen.length = 0
+    const completed: Array<string> = []
+    let failed = 0
+    const send = (body: string) => {
+      let abort: ((reason?: Error) => void) | undefined
+      HttpClient.post(p, HttpClient.targetOf(url), { headers: {}, body, ...limits }, {
+        onConnect: (a) => (abort = a),
+        onHeaders: () => true,
+        onData: () => true,
+        onComplete: () => completed.push(body),
+        onError: () => failed++
+      })
+      return () => abort!()
+    }
+    send("first")
+    const abortSecond = send("second")
+    send("third")
+    // Later, but still in the turn that posted them: after node has given each request its socket (a tick after the
+    // post), when a request ended at once has been written.
+    await new Promise((resolve) => process.nextTick(resolve))
+    abortSecond()
+    await expect.poll(() => completed.length).toBe(2)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(seen.sort()).toEqual(["first", "third"])
+    expect(completed.sort()).toEqual(["first", "third"])
+    expect(failed).toBe(0)
+  })
+
   it("a reader that returns false pauses the socket until it resumes", async () => {
     const upstream = await serve((_req, res) => {
       res.writeHead(200, { "content-type": "application/octet-stream" })

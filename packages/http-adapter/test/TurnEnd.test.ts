@@ -1,0 +1,58 @@
+/**
+ * Answers ended at the end of the event loop's turn: not before it, in the order asked, none for a response already
+ * gone, and one whose end throws is destroyed without keeping the others from ending.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import type { OutgoingMessage } from "node:http"
+import { endAtTurnEnd } from "../src/TurnEnd.js"
+
+const fake = (name: string, log: Array<string>, options: { destroyed?: boolean; throws?: boolean } = {}) => {
+  const message = {
+    destroyed: options.destroyed ?? false,
+    end: (text: string) => {
+      if (options.throws === true) throw new Error("write failed")
+      log.push(`${name}:${text}`)
+    },
+    destroy: (error?: Error) => {
+      message.destroyed = true
+      log.push(`${name} destroyed: ${error?.message}`)
+    }
+  }
+  return message
+}
+
+const asMessage = (m: ReturnType<typeof fake>) => m as unknown as OutgoingMessage
+
+describe("TurnEnd", () => {
+  it("ends the turn's answers after its other callbacks, in the order asked", async () => {
+    const log: Array<string> = []
+    endAtTurnEnd(asMessage(fake("a", log)), "1")
+    endAtTurnEnd(asMessage(fake("b", log)), "2")
+    await Promise.resolve()
+    await new Promise((resolve) => process.nextTick(resolve))
+    expect(log).toEqual([])
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(log).toEqual(["a:1", "b:2"])
+  })
+
+  it("writes nothing to a response gone meanwhile; a throwing end destroys its response, the next still ends", async () => {
+    const log: Array<string> = []
+    const gone = fake("gone", log)
+    endAtTurnEnd(asMessage(gone), "x")
+    endAtTurnEnd(asMessage(fake("broken", log, { throws: true })), "y")
+    endAtTurnEnd(asMessage(fake("fine", log)), "z")
+    gone.destroyed = true
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(log).toEqual(["broken destroyed: write failed", "fine:z"])
+  })
+
+  it("answers asked for during a later turn wait for that turn's end", async () => {
+    const log: Array<string> = []
+    endAtTurnEnd(asMessage(fake("first", log)), "1")
+    await new Promise((resolve) => setImmediate(resolve))
+    endAtTurnEnd(asMessage(fake("second", log)), "2")
+    expect(log).toEqual(["first:1"])
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(log).toEqual(["first:1", "second:2"])
+  })
+})
