@@ -284,7 +284,13 @@ const sendAll = (): void => {
   for (let i = 0; i < requests.length; i++) {
     const req = requests[i]!
     // Aborted in the meantime (the client went away, a time limit): nothing to send.
-    if (!req.destroyed) req.end(texts[i])
+    if (req.destroyed) continue
+    try {
+      req.end(texts[i])
+    } catch (error) {
+      // Its 'error' listener hands the failure to the request's handler; the rest of the turn's requests still go.
+      req.destroy(error as Error)
+    }
   }
 }
 
