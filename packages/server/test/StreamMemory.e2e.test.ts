@@ -7,7 +7,7 @@
  * it) that requests in flight keep after full collections, on each path: messages to an Anthropic and to an
  * OpenAI-compatible upstream, chat completions passed through and translated.
  */
-import type { IncomingMessage, Server, ServerResponse } from "node:http"
+import type { ClientRequest, IncomingMessage, Server, ServerResponse } from "node:http"
 import { createServer, request } from "node:http"
 import type { AddressInfo } from "node:net"
 import { setFlagsFromString } from "node:v8"
@@ -143,6 +143,17 @@ const bodyOf = (path: string, model: string, seed: number, stream = true, turnCh
   return JSON.stringify({ stream, model, max_tokens: 32000, messages })
 }
 
+/** A POST of `body` to the gateway with the test's key, through node:http (which keeps nothing of a body once written). */
+const post = (path: string, body: string, onResponse?: (res: IncomingMessage) => void): ClientRequest =>
+  request(`${gateway.url}${path}`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      authorization: `Bearer ${KEY}`,
+      "content-length": Buffer.byteLength(body)
+    }
+  }, onResponse)
+
 /**
  * Opens a stream with node:http (which keeps nothing of a body once written) and resolves at its first content,
  * leaving it open; `close` ends it.
@@ -150,14 +161,7 @@ const bodyOf = (path: string, model: string, seed: number, stream = true, turnCh
 const openStream = (path: string, model: string, seed: number): Promise<() => void> =>
   new Promise((resolve, reject) => {
     const body = bodyOf(path, model, seed)
-    const req = request(`${gateway.url}${path}`, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        authorization: `Bearer ${KEY}`,
-        "content-length": Buffer.byteLength(body)
-      }
-    }, (res) => {
+    const req = post(path, body, (res) => {
       if (res.statusCode !== 200) {
         reject(new Error(`${path} ${model}: ${res.statusCode}`))
         return
@@ -208,14 +212,7 @@ const sendJson = (path: string, model: string, seed: number, turnChars: number):
   new Promise((resolve, reject) => {
     const waiting = upstream.open.size
     const body = bodyOf(path, model, seed, false, turnChars)
-    const req = request(`${gateway.url}${path}`, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        authorization: `Bearer ${KEY}`,
-        "content-length": Buffer.byteLength(body)
-      }
-    })
+    const req = post(path, body)
     req.on("error", () => {})
     req.end(body)
     const check = setInterval(() => {
