@@ -35,6 +35,31 @@ describe("Wire.sseFrame", () => {
   })
 })
 
+describe("Wire.unparsed", () => {
+  const raw = "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}"
+
+  it("is sent as its text, byte for byte, under its type", () => {
+    const event = Wire.unparsed("content_block_delta", raw)!
+    expect(event.type).toBe("content_block_delta")
+    expect(Wire.sseFrame(event)).toBe(`event: content_block_delta\ndata: ${raw}\n\n`)
+  })
+
+  it("has no field but its type: a copy does not carry the text", () => {
+    const event = Wire.unparsed("content_block_delta", raw)!
+    expect(Object.keys(event)).toEqual(["type"])
+    expect(Wire.sseFrame({ ...event })).toBe("event: content_block_delta\ndata: {\"type\":\"content_block_delta\"}\n\n")
+  })
+
+  it("is refused for a text that is not one line holding an object: such an event is to be parsed", () => {
+    for (
+      const text of ["{\"type\":\"ping\",\n\"x\":1}", "{\"type\":\"ping\"\r}", "[1]", "{\"cut\":", "", " {}", "null"]
+    ) {
+      expect(Wire.unparsed("ping", text)).toBeUndefined()
+    }
+    expect(Wire.unparsed("ping", "{}")).toBeDefined()
+  })
+})
+
 describe("Wire.withField", () => {
   it("is { ...body, [key]: value }: the same keys in the same order, the body untouched", () => {
     const body = { model: "a", max_tokens: 5 }

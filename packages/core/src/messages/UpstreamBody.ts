@@ -126,22 +126,23 @@ export const attemptCalls = (
   steps: Array<PipelineStep>
 ): AttemptCalls => {
   if (transforms.parser === undefined && !transforms.compression) {
-    const plainCall = (attempt: Attempt): MessagesCall => ({
+    const plainCall = (attempt: Attempt, passThrough: boolean): MessagesCall => ({
       endpoint: attempt.endpoint,
       body: endpointBody(forward, attempt),
-      headers
+      headers,
+      passThrough
     })
     return {
-      createMessage: (attempt) => upstream.createMessage(plainCall(attempt)),
-      open: (attempt) => upstream.streamMessage(plainCall(attempt))
+      createMessage: (attempt) => upstream.createMessage(plainCall(attempt, false)),
+      open: (attempt) => upstream.streamMessage(plainCall(attempt, true))
     }
   }
   const bodyFor = transformedBody(forward, needs, transforms, steps)
-  const call = (attempt: Attempt) =>
-    Effect.map(bodyFor(attempt), (body): MessagesCall => ({ endpoint: attempt.endpoint, body, headers }))
+  const call = (attempt: Attempt, passThrough: boolean) =>
+    Effect.map(bodyFor(attempt), (body): MessagesCall => ({ endpoint: attempt.endpoint, body, headers, passThrough }))
   return {
-    createMessage: (attempt) => Effect.flatMap(call(attempt), (c) => upstream.createMessage(c)),
-    open: (attempt) => Effect.flatMap(call(attempt), (c) => upstream.streamMessage(c))
+    createMessage: (attempt) => Effect.flatMap(call(attempt, false), (c) => upstream.createMessage(c)),
+    open: (attempt) => Effect.flatMap(call(attempt, true), (c) => upstream.streamMessage(c))
   }
 }
 

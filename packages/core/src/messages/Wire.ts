@@ -62,7 +62,31 @@ export const RawData: unique symbol = Symbol.for("@model-gateway/core/Wire/RawDa
 export const withRawData = <E extends StreamEvent>(event: E, raw: string): E =>
   Object.defineProperty(event, RawData, { value: raw, enumerable: false, writable: false })
 
+/** See `unparsed`. The text is a private field: a copy of the event (spread, `Object.assign`) does not carry it. */
+class Unparsed {
+  readonly #raw: string
+  constructor(readonly type: string, raw: string) {
+    this.#raw = raw
+  }
+  raw(): string {
+    return this.#raw
+  }
+}
+
+/**
+ * An event passed on without being parsed: its `type` (the SSE event's name) and its JSON text, which `sseFrame` sends
+ * as it came. It has no other field: only for a caller that reads none (`MessagesCall.passThrough`), and never to be
+ * copied with changes. Undefined when the text is not one line holding an object (then the event is to be parsed, and
+ * refused if it is not JSON).
+ */
+export const unparsed = (type: string, raw: string): StreamEvent | undefined =>
+  raw.charCodeAt(0) === 123 && raw.charCodeAt(raw.length - 1) === 125 && raw.indexOf("\n") === -1 &&
+    raw.indexOf("\r") === -1
+    ? new Unparsed(type, raw) as unknown as StreamEvent
+    : undefined
+
 const rawDataOf = (event: StreamEvent): string | undefined => {
+  if (event instanceof Unparsed) return event.raw()
   const raw = (event as { readonly [RawData]?: unknown })[RawData]
   // A multi-line text would need one `data:` line per line: serialising the event again is simpler.
   return typeof raw === "string" && raw.indexOf("\n") === -1 && raw.indexOf("\r") === -1 ? raw : undefined

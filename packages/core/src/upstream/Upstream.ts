@@ -101,6 +101,12 @@ export interface MessagesCall {
   readonly endpoint: Endpoint
   readonly body: JsonObject
   readonly headers: ForwardHeaders
+  /**
+   * Streams only: the caller passes the events on as they came and reads no field of them but `type`, save in
+   * `message_start`, `message_delta` and `error`. An adapter may then give the others unparsed (`Wire.unparsed`: the
+   * type and the event's JSON text, which `Wire.sseFrame` sends as it came). Without it, every event is parsed.
+   */
+  readonly passThrough?: boolean | undefined
 }
 
 /** The OpenAI-protocol APIs an endpoint may serve besides messages. */

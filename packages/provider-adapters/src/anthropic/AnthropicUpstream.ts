@@ -58,6 +58,9 @@ const checkCount = (json: unknown): Upstream.UpstreamError | undefined =>
     ? undefined
     : new Upstream.UpstreamError({ kind: "transport", message: "upstream answered count_tokens without input_tokens" })
 
+/** The events whose fields a pass-through caller reads (see `MessagesCall.passThrough`): always parsed. */
+const readByCaller: ReadonlySet<string> = new Set(["message_start", "message_delta", "error"])
+
 /** An Upstream for one Anthropic-protocol provider; its connection pool closes with the scope. */
 export const make = (options: AnthropicOptions): Effect.Effect<Upstream.UpstreamService, never, Scope.Scope> =>
   Effect.map(scopedTransport(options.timeouts), (transport) => {
@@ -98,6 +101,17 @@ export const make = (options: AnthropicOptions): Effect.Effect<Upstream.Upstream
         describeError
       }, {
         event: (message, out: Array<Wire.StreamEvent>) => {
+          // Events the caller passes on as they came are not parsed (see `MessagesCall.passThrough`): most of a
+          // stream is content deltas, which the gateway forwards untouched.
+          const name = message.event
+          if (call.passThrough === true && name !== undefined && !readByCaller.has(name)) {
+            const event = Wire.unparsed(name, message.data)
+            if (event !== undefined) {
+              if (name === "message_stop") stopped = true
+              out.push(event)
+              return
+            }
+          }
           let data: Wire.JsonObject
           try {
             data = JSON.parse(message.data) as Wire.JsonObject
