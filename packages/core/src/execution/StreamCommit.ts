@@ -7,7 +7,6 @@
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import * as GatewayError from "../errors/GatewayError.js"
@@ -28,6 +27,8 @@ interface Committed<E> {
   /** Attempts that failed before this one. */
   readonly index: number
   readonly attemptStart: number
+  /** Owns the attempt's upstream request; closed when the stream ends. */
+  readonly scope: Scope.CloseableScope
   readonly held: ReadonlyArray<E>
   /** The attempt's next events; not to be pulled when `done` (its end event is held already). */
   readonly pull: Pull<E>
@@ -42,55 +43,60 @@ type Commitment<E> = Committed<E> | {
 }
 
 /**
- * The streamed answer of a planned request. The scope made here lives as long as the returned stream: it owns the
- * committed upstream request, and closing it writes the records.
+ * The streamed answer of a planned request. The committed attempt's scope lives as long as the returned stream: it
+ * owns the upstream request, and closing it writes the records. Until the stream is handed over, a failure or an
+ * interruption closes the scope of the attempt being opened (and so aborts its request, and records a committed one).
  */
 export const stream = <A, E>(
   ports: ExecutorPorts,
   planned: Planned<A, E>
 ): Effect.Effect<ExecutionResult<A>, GatewayError.GatewayError> =>
-  Effect.gen(function*() {
-    const { affinityKey, run } = planned
-    const scope = yield* Scope.make()
-    const committed = yield* Effect.onExit(
-      commit(ports, planned, scope),
-      (exit) => (Exit.isSuccess(exit) ? Effect.void : Scope.close(scope, exit))
+  Effect.suspend(() => {
+    const opening: Opening = { scope: undefined }
+    return Effect.onExit(
+      Effect.flatMap(commit(ports, planned, opening), (committed) => {
+        if (committed._tag === "Failed") {
+          return Charging.failed(ports.usageLog, planned.run, committed.error, committed.tried)
+        }
+        planned.run.steps.push(successStep(committed.attempt, committed.index))
+        const result = told<A, E>(ports, tellingOf(planned), committed)
+        const { affinityKey } = planned
+        return affinityKey === undefined
+          ? result
+          : Effect.zipLeft(result, ports.affinity.set(affinityKey, committed.attempt.endpoint.id))
+      }),
+      (exit) => (Exit.isSuccess(exit) || opening.scope === undefined ? Effect.void : Scope.close(opening.scope, exit))
     )
-    if (committed._tag === "Failed") {
-      yield* Scope.close(scope, Exit.void)
-      return yield* Charging.failed(ports.usageLog, run, committed.error, committed.tried)
-    }
-    if (affinityKey !== undefined) {
-      yield* ports.affinity.set(affinityKey, committed.attempt.endpoint.id)
-    }
-    run.steps.push(successStep(committed.attempt, committed.index))
-    return yield* told<A, E>(ports, tellingOf(planned), committed, scope)
   })
 
+/** The scope of the attempt being opened, or of the committed one; undefined between two attempts. */
+interface Opening {
+  scope: Scope.CloseableScope | undefined
+}
+
 /**
- * The committed stream's outcome, and its records added to `scope`. Apart from `stream`: a closure made there would
+ * The committed stream's outcome, and its records added to its scope. Apart from `stream`: a closure made there would
  * hold `stream`'s context, and with it the planned execution (see `Telling`), until the stream ends.
  */
 const told = <A, E>(
   ports: ExecutorPorts,
   telling: Telling<E>,
-  committed: Committed<E>,
-  scope: Scope.CloseableScope
+  committed: Committed<E>
 ): Effect.Effect<ExecutionResult<A>> => {
   const state: StreamState = { usage: {}, sawEnd: false, errorType: null, failure: undefined }
-  const open = Effect.as(closeWithEnclosing(scope), framePull(telling, committed, state))
+  const open = Effect.as(closeWithEnclosing(committed.scope), framePull(telling, committed, state))
   const outcome: Outcome = { _tag: "Stream", open, frames: framesOf(open) }
   return Effect.as(
-    Scope.addFinalizer(scope, Effect.suspend(() => recordCommitted(ports, telling, committed, state))),
+    Scope.addFinalizer(committed.scope, Effect.suspend(() => recordCommitted(ports, telling, committed, state))),
     { outcome, answer: undefined, charge: undefined }
   )
 }
 
 /**
- * Opens attempts in order until one produces content. Events before the first content are held; a retryable
- * failure before content moves on to the next attempt, closing the failed one.
+ * Opens attempts in order until one produces content, each in a scope of its own (`opening`). Events before the first
+ * content are held; a retryable failure before content moves on to the next attempt, closing the failed one.
  */
-const commit = <A, E>(ports: ExecutorPorts, planned: Planned<A, E>, scope: Scope.CloseableScope) =>
+const commit = <A, E>(ports: ExecutorPorts, planned: Planned<A, E>, opening: Opening) =>
   Effect.gen(function*() {
     const { attempts, dialect, run } = planned
     const { isContent, isEnd } = dialect.frames
@@ -100,8 +106,9 @@ const commit = <A, E>(ports: ExecutorPorts, planned: Planned<A, E>, scope: Scope
     for (let i = 0; i >= 0; i = nextAttempt(attempts, i, last!)) {
       const attempt = attempts[i]
       const attemptStart = clock.unsafeCurrentTimeMillis()
-      const child = yield* Scope.fork(scope, ExecutionStrategy.sequential)
-      const opened = yield* Effect.either(Scope.extend(dialect.open(attempt), child))
+      const scope = yield* Scope.make()
+      opening.scope = scope
+      const opened = yield* Effect.either(Scope.extend(dialect.open(attempt), scope))
       // An attempt that could not be opened failed as one whose first pull failed.
       const pull: Pull<E> = Either.isRight(opened) ? opened.right : Effect.fail(opened.left)
       const held: Array<E> = []
@@ -129,6 +136,7 @@ const commit = <A, E>(ports: ExecutorPorts, planned: Planned<A, E>, scope: Scope
           attempt,
           index: tried,
           attemptStart,
+          scope,
           held,
           pull,
           done,
@@ -137,7 +145,8 @@ const commit = <A, E>(ports: ExecutorPorts, planned: Planned<A, E>, scope: Scope
       }
       last = outcome
       tried++
-      yield* Scope.close(child, Exit.void)
+      yield* Scope.close(scope, Exit.void)
+      opening.scope = undefined
       yield* recordFailedAttempt(ports.stats, attempt, attemptStart, clock.unsafeCurrentTimeMillis(), last)
       run.steps.push(failureStep(attempt, last, attempts[nextAttempt(attempts, i, last)]))
     }

@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
+import { Context, Effect, Fiber } from "effect"
+import * as SessionAffinity from "../../src/sessions/SessionAffinity.js"
 import type { Pull } from "./Fakes.js"
 import { ask, endpoint, failure, gateway, model, pushFrames, readFrames, streamed } from "./Fakes.js"
 
@@ -272,5 +273,23 @@ describe("pushed stream frames (the upstream can push, as the transport's stream
       assert.deepStrictEqual(names(frames), wholeAnswer)
       // then the last events, then the end (nothing more to write: Anthropic's stream has no trailer)
       assert.strictEqual(writes, 3)
+    }))
+
+  it.effect("interrupted after the commit, before the stream is handed over: its request released, its usage recorded", () =>
+    Effect.gen(function*() {
+      let setting = false
+      // the session's endpoint is being stored (a database round trip, say) when the client leaves
+      const affinity = Context.make(SessionAffinity.SessionAffinity, {
+        get: () => Effect.succeedNone,
+        set: () => Effect.zipRight(Effect.sync(() => (setting = true)), Effect.never)
+      })
+      const g = yield* gateway(models, { stream: { "a@p1": streamed("msg_a", ["Hi"], 3, 2) } }, { plugins: affinity })
+      const fiber = yield* Effect.fork(g.create({ ...request(), session_id: "s1" }))
+      while (!setting) yield* Effect.yieldNow()
+      assert.deepStrictEqual(g.upstream.released, [])
+      yield* Fiber.interrupt(fiber)
+      assert.deepStrictEqual(g.upstream.released, ["a@p1"])
+      assert.strictEqual(g.stores.usage.length, 1)
+      assert.deepInclude(g.stores.usage[0], { endpointId: "a@p1", stream: true, status: 200 })
     }))
 })
