@@ -47,6 +47,8 @@ export type GatewayBody =
     readonly stream: Stream.Stream<string>
     /** The same frames as pulls opened in a scope (see `MessagesService.FramePull`): what the node binding writes. */
     readonly open?: Effect.Effect<MessagesService.FramePull, never, Scope.Scope> | undefined
+    /** The same frames without a scope, released by the binding (see `Outcome`'s `claim`). */
+    readonly claim?: Effect.Effect<MessagesService.ClaimedFrames> | undefined
   }
   | {
     readonly _tag: "Bytes"

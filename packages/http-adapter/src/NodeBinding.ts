@@ -174,25 +174,42 @@ const frameWriter = (res: ServerResponse): Push.Writer<string> => (frames, resum
 }
 
 /**
- * Writes the frames of `open`, one write per chunk, and releases them when done (or interrupted). The first pull
- * gives the frames held until the first content; the rest are pushed when the pull can push, pulled otherwise.
+ * Writes the frames of `pull`, one write per chunk. The first pull gives the frames held until the first content; the
+ * rest are pushed when the pull can push, pulled otherwise.
  */
-const writePulls = (
-  res: ServerResponse,
-  open: Effect.Effect<MessagesService.FramePull, never, Scope.Scope>
-): Effect.Effect<void> =>
-  Effect.scoped(Effect.flatMap(open, (pull) => {
-    const push = Push.pushOf(pull)
+const writeFrames = (res: ServerResponse, pull: MessagesService.FramePull): Effect.Effect<void> => {
+  const push = Push.pushOf(pull)
+  if (push === undefined) {
     const loop: Effect.Effect<void> = Effect.flatMap(
       pull,
       (frames) => frames === undefined ? Effect.void : writeThen(res, frames, loop)
     )
-    if (push === undefined) return loop
-    return Effect.flatMap(
-      pull,
-      (frames) => frames === undefined ? Effect.void : writeThen(res, frames, push(frameWriter(res)))
-    )
-  }))
+    return loop
+  }
+  return Effect.flatMap(
+    pull,
+    (frames) => frames === undefined ? Effect.void : writeThen(res, frames, push(frameWriter(res)))
+  )
+}
+
+/** Writes the frames of `open`, and releases them when done (or interrupted). */
+const writePulls = (
+  res: ServerResponse,
+  open: Effect.Effect<MessagesService.FramePull, never, Scope.Scope>
+): Effect.Effect<void> => Effect.scoped(Effect.flatMap(open, (pull) => writeFrames(res, pull)))
+
+/**
+ * Writes claimed frames (see `Outcome`'s `claim`), and releases them when done (or interrupted): no scope of its own,
+ * whose making, providing and closing cost a stream some 20 Effect steps and a copy of the runtime's context. The
+ * claim is uninterruptible, so that the release is made sure before an interruption can land.
+ */
+const writeClaimed = (
+  res: ServerResponse,
+  claim: Effect.Effect<MessagesService.ClaimedFrames>
+): Effect.Effect<void> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.flatMap(claim, ({ pull, release }) => Effect.ensuring(restore(writeFrames(res, pull)), release))
+  )
 
 /**
  * Writes a binary body as its bytes arrive, one write per pull, waiting for the socket to drain when it asks to, then
@@ -306,7 +323,7 @@ export const writeResponse = (
         }
         // A committed stream's first pull gives the frames held until its first content at once: the head goes out
         // with them, in one write, rather than in a write of its own just before.
-        return writePulls(res, body.open)
+        return body.claim === undefined ? writePulls(res, body.open) : writeClaimed(res, body.claim)
       }).pipe(Effect.ensuring(Effect.sync(() => res.end())))
     }
     case "Bytes": {

@@ -57,7 +57,7 @@ export const responseOf = (
         "x-accel-buffering": SSE_HEADERS["x-accel-buffering"],
         "request-id": requestId
       },
-      body: { _tag: "Stream", stream: outcome.frames, open: outcome.open }
+      body: { _tag: "Stream", stream: outcome.frames, open: outcome.open, claim: outcome.claim }
     }
   if (outcome.quota !== undefined) {
     QuotaHeaders.add(response.headers as Record<string, string>, family, outcome.quota, Date.now())

@@ -37,9 +37,21 @@ export type Outcome =
      * still running) and records the usage. The fastest way to write them: a loop of pulls.
      */
     readonly open: Effect.Effect<FramePull, never, Scope.Scope>
-    /** The same frames as a `Stream`, for bindings that take one. Use `open` or `frames`, once. */
+    /**
+     * The same frames without a scope, for a binding that releases them itself: the pull, and the release that the
+     * binding runs once, however the writing ends (claim them uninterruptibly, with the release made sure at once; see
+     * the node binding). Spares the binding a scope of its own for the stream. Use `open`, `claim` or `frames`, once.
+     */
+    readonly claim?: Effect.Effect<ClaimedFrames> | undefined
+    /** The same frames as a `Stream`, for bindings that take one. Use `open`, `claim` or `frames`, once. */
     readonly frames: Stream.Stream<string>
   }
+
+/** Frames claimed (see `Outcome`'s `claim`): the pull, and what releases the upstream request and records the usage. */
+export interface ClaimedFrames {
+  readonly pull: FramePull
+  readonly release: Effect.Effect<void>
+}
 
 /** The frames of `open` as a `Stream`: a channel that loops over the pulls. */
 export const framesOf = (open: Effect.Effect<FramePull, never, Scope.Scope>): Stream.Stream<string> =>

@@ -84,8 +84,10 @@ const told = <A, E>(
   committed: Committed<E>
 ): Effect.Effect<ExecutionResult<A>> => {
   const state: StreamState = { usage: {}, sawEnd: false, errorType: null, failure: undefined }
-  const open = Effect.as(closeWithEnclosing(committed.scope), framePull(telling, committed, state))
-  const outcome: Outcome = { _tag: "Stream", open, frames: framesOf(open) }
+  const pull = framePull(telling, committed, state)
+  const open = Effect.as(closeWithEnclosing(committed.scope), pull)
+  const claim = Effect.succeed({ pull, release: Scope.close(committed.scope, Exit.void) })
+  const outcome: Outcome = { _tag: "Stream", open, claim, frames: framesOf(open) }
   return Effect.as(
     Scope.addFinalizer(committed.scope, Effect.suspend(() => recordCommitted(ports, telling, committed, state))),
     { outcome, answer: undefined, charge: undefined }

@@ -14,7 +14,7 @@ import type { MessagesOptions } from "./MessagesPorts.js"
 import type { RequestContext } from "./RequestContext.js"
 
 export type { TokenCount } from "./CountTokens.js"
-export type { FramePull, MessagesOutcome } from "./MessagesOutcome.js"
+export type { ClaimedFrames, FramePull, MessagesOutcome } from "./MessagesOutcome.js"
 export { framesOf } from "./MessagesOutcome.js"
 export type { MessagesOptions } from "./MessagesPorts.js"
 export type { RequestContext } from "./RequestContext.js"

@@ -7,7 +7,7 @@ import { Wire } from "@model-gateway/core"
 import { Upstream } from "@model-gateway/core"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
-import type { Timeouts } from "../internal/Transport.js"
+import type { EventDecoder, Timeouts } from "../internal/Transport.js"
 import { openEventStream, postJson, scopedTransport } from "../internal/Transport.js"
 import * as AnthropicChat from "./AnthropicChat.js"
 
@@ -61,6 +61,45 @@ const checkCount = (json: unknown): Upstream.UpstreamError | undefined =>
 /** The events whose fields a pass-through caller reads (see `MessagesCall.passThrough`): always parsed. */
 const readByCaller: ReadonlySet<string> = new Set(["message_start", "message_delta", "error"])
 
+/**
+ * The decoder of one stream's events. Made here, not in `streamMessage`: a closure there would hold the call, and its
+ * body (the whole conversation), for as long as the stream is open.
+ */
+const eventDecoder = (passThrough: boolean): EventDecoder<Wire.StreamEvent> => {
+  let stopped = false
+  return {
+    event: (message, out) => {
+      // Events the caller passes on as they came are not parsed (see `MessagesCall.passThrough`): most of a stream
+      // is content deltas, which the gateway forwards untouched.
+      const name = message.event
+      if (passThrough && name !== undefined && !readByCaller.has(name)) {
+        const event = Wire.unparsed(name, message.data)
+        if (event !== undefined) {
+          if (name === "message_stop") stopped = true
+          out.push(event)
+          return
+        }
+      }
+      let data: Wire.JsonObject
+      try {
+        data = JSON.parse(message.data) as Wire.JsonObject
+      } catch {
+        throw new Upstream.UpstreamError({ kind: "transport", message: "upstream sent a malformed stream event" })
+      }
+      if ((message.event ?? data.type) === "error") throw streamError(data)
+      if (data.type === "message_stop") stopped = true
+      // An event passed on as it came is sent as it came (its text kept, not serialised again).
+      if (typeof data.type === "string") out.push(Wire.withRawData(data as Wire.StreamEvent, message.data))
+      else out.push(Object.assign(data, { type: message.event ?? "message" }))
+    },
+    end: () => {
+      if (!stopped) {
+        throw new Upstream.UpstreamError({ kind: "transport", message: "upstream stream ended before message_stop" })
+      }
+    }
+  }
+}
+
 /** An Upstream for one Anthropic-protocol provider; its connection pool closes with the scope. */
 export const make = (options: AnthropicOptions): Effect.Effect<Upstream.UpstreamService, never, Scope.Scope> =>
   Effect.map(scopedTransport(options.timeouts), (transport) => {
@@ -91,49 +130,14 @@ export const make = (options: AnthropicOptions): Effect.Effect<Upstream.Upstream
       }) as Effect.Effect<Wire.Message, Upstream.UpstreamError>
 
     // Events are decoded as each network read arrives, with no Effect per event (see Transport.openEventStream).
-    const streamMessage = (call: Upstream.MessagesCall): Effect.Effect<Upstream.EventPull, never, Scope.Scope> => {
-      let stopped = false
-      return openEventStream(transport, {
+    const streamMessage = (call: Upstream.MessagesCall): Effect.Effect<Upstream.EventPull, never, Scope.Scope> =>
+      openEventStream(transport, {
         url,
         headers: headersFor(call, true),
         body: JSON.stringify(Wire.withField(call.body, "stream", true)),
         stream: true,
         describeError
-      }, {
-        event: (message, out: Array<Wire.StreamEvent>) => {
-          // Events the caller passes on as they came are not parsed (see `MessagesCall.passThrough`): most of a
-          // stream is content deltas, which the gateway forwards untouched.
-          const name = message.event
-          if (call.passThrough === true && name !== undefined && !readByCaller.has(name)) {
-            const event = Wire.unparsed(name, message.data)
-            if (event !== undefined) {
-              if (name === "message_stop") stopped = true
-              out.push(event)
-              return
-            }
-          }
-          let data: Wire.JsonObject
-          try {
-            data = JSON.parse(message.data) as Wire.JsonObject
-          } catch {
-            throw new Upstream.UpstreamError({ kind: "transport", message: "upstream sent a malformed stream event" })
-          }
-          if ((message.event ?? data.type) === "error") throw streamError(data)
-          if (data.type === "message_stop") stopped = true
-          // An event passed on as it came is sent as it came (its text kept, not serialised again).
-          if (typeof data.type === "string") out.push(Wire.withRawData(data as Wire.StreamEvent, message.data))
-          else out.push(Object.assign(data, { type: message.event ?? "message" }))
-        },
-        end: () => {
-          if (!stopped) {
-            throw new Upstream.UpstreamError({
-              kind: "transport",
-              message: "upstream stream ended before message_stop"
-            })
-          }
-        }
-      })
-    }
+      }, eventDecoder(call.passThrough === true))
 
     const countUrl = `${options.baseUrl.replace(/\/+$/, "")}/v1/messages/count_tokens`
     const countTokens = (call: Upstream.MessagesCall) =>
