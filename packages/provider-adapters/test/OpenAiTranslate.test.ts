@@ -42,8 +42,10 @@ const finish = (reason: string): Json => ({
 
 const usageChunk = (usage: Json): Json => ({ id: "chatcmpl-1", object: "chat.completion.chunk", choices: [], usage })
 
-const run = (chunks: ReadonlyArray<Json>): Array<Wire.StreamEvent> => {
-  const translator = OpenAiTranslate.makeStreamTranslator("claude-gw")
+const run = (chunks: ReadonlyArray<Json>, passThrough?: boolean): Array<Wire.StreamEvent> => {
+  const translator = passThrough === undefined
+    ? OpenAiTranslate.makeStreamTranslator("claude-gw")
+    : OpenAiTranslate.makeStreamTranslator("claude-gw", "msg_fixed", { passThrough })
   const events: Array<Wire.StreamEvent> = []
   for (const c of chunks) {
     const out = translator.push(c)
@@ -459,6 +461,23 @@ describe("classifyErrorBody", () => {
 })
 
 describe("makeStreamTranslator", () => {
+  it("for a caller that passes events on, text deltas unparsed: the same frames, byte for byte", () => {
+    const chunks = [
+      chunk({ role: "assistant", content: "" }),
+      chunk({ reasoning_content: "mull" }),
+      chunk({ content: "a \"quote\",\nline\u2028 é 😀 \\" }),
+      chunk({ content: "more" }),
+      finish("stop"),
+      usageChunk({ prompt_tokens: 12, completion_tokens: 2 })
+    ]
+    const parsed = run(chunks, false)
+    const passed = run(chunks, true)
+    assert.deepStrictEqual(passed.map(Wire.sseFrame), parsed.map(Wire.sseFrame))
+    const deltas = passed.filter((e) => e.type === "content_block_delta")
+    // the text deltas carry no field but their type; the thinking delta is still an object
+    assert.deepStrictEqual(deltas.map((e) => Object.keys(e)), [["type", "index", "delta"], ["type"], ["type"]])
+  })
+
   it("streams text with message_start exactly once and first", async () => {
     const events = run([
       chunk({ role: "assistant", content: "" }),

@@ -3,7 +3,8 @@
  * stream events (`makeStreamTranslator`): text, reasoning and tool calls as content blocks, the message opened with
  * the first content and closed, with its stop reason and usage, at the end of the stream. No I/O, no SSE framing.
  */
-import type { Upstream, Wire } from "@model-gateway/core"
+import type { Upstream } from "@model-gateway/core"
+import { Wire } from "@model-gateway/core"
 import type * as Either from "effect/Either"
 import * as Predicate from "effect/Predicate"
 import { reasoningOf, stopReason, usageFromOpenAi } from "./OpenAiChatAnswer.js"
@@ -49,6 +50,22 @@ const isCompleteJson = (text: string): boolean => {
   }
 }
 
+const parsedTextDelta = (index: number, text: string): Wire.StreamEvent => ({
+  type: "content_block_delta",
+  index,
+  delta: { type: "text_delta", text }
+})
+
+/**
+ * The same event for a caller that passes it on (`MessagesCall.passThrough`): its JSON written here, the text alone
+ * serialised, the same bytes as `JSON.stringify` of the parsed form at a sixth of the cost (~0.1 µs against ~0.7).
+ */
+const unparsedTextDelta = (index: number, text: string): Wire.StreamEvent =>
+  Wire.unparsed(
+    "content_block_delta",
+    `{"type":"content_block_delta","index":${index},"delta":{"type":"text_delta","text":${JSON.stringify(text)}}}`
+  ) ?? parsedTextDelta(index, text)
+
 /**
  * Makes a translator for one streamed answer. `message_start` is sent once, lazily, with the first
  * content (so a failure before content can still fall over); `message_delta` (always with
@@ -60,7 +77,12 @@ const isCompleteJson = (text: string): boolean => {
  * fragments of another call arrive while the open call's arguments are not yet complete JSON, the other
  * call is buffered until the open one completes (or until `end()`), then emitted in index order.
  */
-export const makeStreamTranslator = (model: string, messageId?: string): StreamTranslator => {
+export const makeStreamTranslator = (
+  model: string,
+  messageId?: string,
+  options: { readonly passThrough?: boolean } = {}
+): StreamTranslator => {
+  const textDelta = options.passThrough === true ? unparsedTextDelta : parsedTextDelta
   let started = false
   let ended = false
   let finishReason: string | undefined
@@ -228,7 +250,7 @@ export const makeStreamTranslator = (model: string, messageId?: string): StreamT
       const text = asString(delta.content)
       if (text) {
         const index = openBlock(events, "text")
-        events.push({ type: "content_block_delta", index, delta: { type: "text_delta", text } })
+        events.push(textDelta(index, text))
       }
       const toolCalls = asArray(delta.tool_calls) ?? []
       if (toolCalls.length > 0) sawToolCalls = true

@@ -95,8 +95,9 @@ export const make = (options: OpenAiOptions): Effect.Effect<Upstream.UpstreamSer
       call: Upstream.MessagesCall
     ): Effect.Effect<Upstream.EventPull, Upstream.UpstreamError, Scope.Scope> => {
       const { upstreamModel } = call.endpoint
+      const passThrough = call.passThrough === true
       return Effect.flatMap(translate(call, true), (body) => {
-        const translator = OpenAiTranslate.makeStreamTranslator(upstreamModel)
+        const translator = OpenAiTranslate.makeStreamTranslator(upstreamModel, undefined, { passThrough })
         return openEventStream(transport, {
           url,
           headers: streamHeaders,
