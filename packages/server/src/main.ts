@@ -11,7 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Logging from "./Logging.js"
 import * as V8Flags from "./V8Flags.js"
 
-// Before any request is served: V8's allocation-site pretenuring off (see V8Flags.ts).
+// Before any request is served: V8's allocation-site pretenuring off, the old generation's growth bounded (V8Flags.ts).
 V8Flags.apply()
 
 // `model-gateway` and `model-gateway serve` start the gateway without loading the command-line parser (@effect/cli and

@@ -1,23 +1,36 @@
-/** The gateway process turns V8's allocation-site pretenuring off, unless its command line chose either way. */
+/**
+ * The gateway process turns V8's allocation-site pretenuring off and bounds the old generation's growth, unless its
+ * node options chose a flag themselves.
+ */
 import { describe, expect, it } from "vitest"
 import * as V8Flags from "../src/V8Flags.js"
 
+const DEFAULTS = ["--no-allocation-site-pretenuring", "--heap-growing-percent=100"]
+
 describe("V8Flags.flagsFor", () => {
-  it("turns allocation-site pretenuring off by default, whatever else the command line sets", () => {
-    expect(V8Flags.flagsFor([])).toEqual(["--no-allocation-site-pretenuring"])
-    expect(V8Flags.flagsFor(["--max-old-space-size=64", "--enable-source-maps"])).toEqual([
-      "--no-allocation-site-pretenuring"
-    ])
+  it("sets both flags by default, whatever else the node options set", () => {
+    expect(V8Flags.flagsFor([])).toEqual(DEFAULTS)
+    expect(V8Flags.flagsFor(["--max-old-space-size=64", "--enable-source-maps"])).toEqual(DEFAULTS)
   })
 
-  it("leaves the flag to a command line that names it, either way and in either spelling", () => {
-    expect(V8Flags.flagsFor(["--allocation-site-pretenuring"])).toEqual([])
-    expect(V8Flags.flagsFor(["--no-allocation-site-pretenuring"])).toEqual([])
-    expect(V8Flags.flagsFor(["--allocation_site_pretenuring"])).toEqual([])
-    expect(V8Flags.flagsFor(["--max-old-space-size=64", "--no-allocation_site_pretenuring"])).toEqual([])
+  it("leaves pretenuring to node options that name it, either way and in either spelling", () => {
+    const growing = ["--heap-growing-percent=100"]
+    expect(V8Flags.flagsFor(["--allocation-site-pretenuring"])).toEqual(growing)
+    expect(V8Flags.flagsFor(["--no-allocation-site-pretenuring"])).toEqual(growing)
+    expect(V8Flags.flagsFor(["--allocation_site_pretenuring"])).toEqual(growing)
+    expect(V8Flags.flagsFor(["--max-old-space-size=64", "--no-allocation_site_pretenuring"])).toEqual(growing)
   })
 
-  it("does not take a longer flag that merely starts the same for it", () => {
-    expect(V8Flags.flagsFor(["--allocation-site-pretenuring-x"])).toEqual(["--no-allocation-site-pretenuring"])
+  it("leaves the heap's growth to node options that name it, in either spelling", () => {
+    const pretenuring = ["--no-allocation-site-pretenuring"]
+    expect(V8Flags.flagsFor(["--heap-growing-percent=300"])).toEqual(pretenuring)
+    expect(V8Flags.flagsFor(["--heap_growing_percent=50"])).toEqual(pretenuring)
+    expect(V8Flags.flagsFor(["--heap-growing-percent"])).toEqual(pretenuring)
+    expect(V8Flags.flagsFor(["--heap-growing-percent=0", "--allocation-site-pretenuring"])).toEqual([])
+  })
+
+  it("does not take a longer flag that merely starts the same for one of its own", () => {
+    expect(V8Flags.flagsFor(["--allocation-site-pretenuring-x"])).toEqual(DEFAULTS)
+    expect(V8Flags.flagsFor(["--heap-growing-percentage=5"])).toEqual(DEFAULTS)
   })
 })
