@@ -19,6 +19,11 @@ export interface StreamTranslator {
   /** One parsed `chat.completion.chunk` in; the Anthropic events it implies out, at once. */
   readonly push: (chunk: JsonObject) => Either.Either<ReadonlyArray<Wire.StreamEvent>, UpstreamError>
   /**
+   * A chunk whose only effect is this text (see `ChunkShortcut`): the same events as `push` of that chunk, without it
+   * being parsed.
+   */
+  readonly pushText: (text: string) => Either.Either<ReadonlyArray<Wire.StreamEvent>, UpstreamError>
+  /**
    * The upstream stream ended (`data: [DONE]` or end of body): closes the message. Fails with
    * `transport` when no `finish_reason` was seen, i.e. the stream was cut short.
    */
@@ -264,6 +269,15 @@ export const makeStreamTranslator = (
       return events
     })
 
+  const pushText = (text: string): Either.Either<ReadonlyArray<Wire.StreamEvent>, UpstreamError> =>
+    attempt(() => {
+      if (ended || text === "") return []
+      const events: Array<Wire.StreamEvent> = []
+      const index = openBlock(events, "text")
+      events.push(textDelta(index, text))
+      return events
+    })
+
   const end = (): Either.Either<ReadonlyArray<Wire.StreamEvent>, UpstreamError> =>
     attempt(() => {
       if (ended) return []
@@ -292,5 +306,5 @@ export const makeStreamTranslator = (
       return events
     })
 
-  return { push, end }
+  return { push, pushText, end }
 }

@@ -10,6 +10,7 @@ import * as Either from "effect/Either"
 import type * as Scope from "effect/Scope"
 import type { Timeouts } from "../internal/Transport.js"
 import { openEventStream, postJson, scopedTransport } from "../internal/Transport.js"
+import * as ChunkShortcut from "./ChunkShortcut.js"
 import * as OpenAiPassThrough from "./OpenAiPassThrough.js"
 import * as OpenAiTranslate from "./OpenAiTranslate.js"
 
@@ -98,6 +99,8 @@ export const make = (options: OpenAiOptions): Effect.Effect<Upstream.UpstreamSer
       const passThrough = call.passThrough === true
       return Effect.flatMap(translate(call, true), (body) => {
         const translator = OpenAiTranslate.makeStreamTranslator(upstreamModel, undefined, { passThrough })
+        // Most text chunks repeat the last one but for their text: read without parsing (see ChunkShortcut).
+        const read = ChunkShortcut.reader(translator)
         return openEventStream(transport, {
           url,
           headers: streamHeaders,
@@ -111,13 +114,7 @@ export const make = (options: OpenAiOptions): Effect.Effect<Upstream.UpstreamSer
               append(translator.end(), out)
               return true
             }
-            let chunk: Wire.JsonObject
-            try {
-              chunk = JSON.parse(message.data) as Wire.JsonObject
-            } catch {
-              throw new Upstream.UpstreamError({ kind: "transport", message: "upstream sent a malformed chunk" })
-            }
-            append(translator.push(chunk), out)
+            append(read(message.data), out)
           },
           end: (out) => append(translator.end(), out)
         })
