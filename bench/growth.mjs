@@ -18,13 +18,12 @@
 //   BENCH_PG_URL           PostgreSQL (default postgres://postgres@127.0.0.1:5432/test)
 //   BENCH_GATEWAY_ARGS     node options of the gateway (e.g. "--max-old-space-size=96"), as in bench/run.mjs
 import autocannon from "autocannon"
-import { randomUUID } from "node:crypto"
 import { cpus, loadavg } from "node:os"
-import { dirname, join, resolve as resolvePath } from "node:path"
+import { dirname, resolve as resolvePath } from "node:path"
 import { fileURLToPath } from "node:url"
-import { fail, sample, startChild, startGateway, stopChild, stopChildren, tempDir } from "./children.mjs"
+import { fail, sample, startChild, startGateway, stopChild, stopChildren } from "./children.mjs"
 import { gatewayConfig } from "./fixtures.mjs"
-import { dropSchema, reachable } from "./postgres.mjs"
+import { storageFor, STORAGES as KNOWN_STORAGES } from "./storage.mjs"
 import { fmt, mb } from "./load.mjs"
 import { markdown } from "./report.mjs"
 import { checkTarget, closeChecks } from "./checks.mjs"
@@ -47,12 +46,11 @@ const WARMUP_MINUTES = MINUTES >= 4 ? 2 : MINUTES / 2
 const STORAGES = (process.env.BENCH_GROWTH_STORAGE ?? "memory,sqlite,postgres").split(",").map((s) => s.trim())
   .filter(Boolean)
 for (const s of STORAGES) {
-  if (!["memory", "sqlite", "postgres"].includes(s)) {
+  if (!KNOWN_STORAGES.includes(s)) {
     console.error(`BENCH_GROWTH_STORAGE: unknown storage ${JSON.stringify(s)} (use memory, sqlite, postgres)`)
     process.exit(2)
   }
 }
-const PG_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 const LIMIT_MB_PER_MIN = 1
 
 /** Least-squares slope of y over x. */
@@ -86,15 +84,9 @@ const steadyLoad = (target, upstreamUrl, seconds) =>
   ))
 
 const runStorage = async (storage, upstream) => {
-  let url = "memory:"
-  let schema
-  if (storage === "sqlite") url = `sqlite:${join(tempDir(), `growth-${randomUUID()}.db`)}`
-  if (storage === "postgres") {
-    if (!(await reachable(PG_URL))) return { storage, skipped: `PostgreSQL at ${new URL(PG_URL).host} is unreachable` }
-    schema = `mg_bench_growth_${randomUUID().replaceAll("-", "")}`
-    url = `${PG_URL}${PG_URL.includes("?") ? "&" : "?"}schema=${schema}`
-  }
-  const started = await startGateway(`gateway-${storage}`, resolvePath(here, ".."), gatewayConfig(upstream.url, url), GATEWAY_ARGS)
+  const store = await storageFor(storage, "growth")
+  if (store.skipped !== undefined) return { storage, skipped: store.skipped }
+  const started = await startGateway(`gateway-${storage}`, resolvePath(here, ".."), gatewayConfig(upstream.url, store.url), GATEWAY_ARGS)
   // Asked and checked like the gateway target of bench/run.mjs (the requests and checks go by the name "gateway").
   const gateway = { ...started, name: "gateway" }
   try {
@@ -140,7 +132,7 @@ const runStorage = async (storage, upstream) => {
     }
   } finally {
     await stopChild(gateway.child, 10_000)
-    if (schema !== undefined) await dropSchema(PG_URL, schema)
+    await store.cleanup()
   }
 }
 

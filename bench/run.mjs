@@ -24,6 +24,7 @@ import { fileURLToPath } from "node:url"
 import { callChild, fail, sample, setGrace, startChild, startGateway, startPortkey, stopChildren } from "./children.mjs"
 import { checkTarget, closeChecks } from "./checks.mjs"
 import { gatewayConfig } from "./fixtures.mjs"
+import { storageFor } from "./storage.mjs"
 import { fmt, mb, measure, scenarioName, warmUp } from "./load.mjs"
 import { ensurePortkey } from "./portkey.mjs"
 import { interChunkProbe, interChunkTable, sequentialProbe, sequentialTable } from "./probes-latency.mjs"
@@ -49,9 +50,19 @@ const runBatches = () =>
   })
 
 /** Starts every target; Portkey only when it can be installed (otherwise a line saying why). */
+/** What each gateway process's storage leaves behind (a PostgreSQL schema), removed at the end of the run. */
+const cleanups = []
+
+/** A configuration with a storage of its own for one gateway process (BENCH_STORAGE); a run stops without one. */
+const configFor = async (upstream, label) => {
+  const store = await storageFor(S.STORAGE, label)
+  if (store.skipped !== undefined) await fail(new Error(`BENCH_STORAGE=${S.STORAGE}: ${store.skipped}`))
+  cleanups.push(store.cleanup)
+  return gatewayConfig(upstream.url, store.url)
+}
+
 const startTargets = async (upstream, notes) => {
   const env = { UPSTREAM_URL: upstream.url }
-  const config = gatewayConfig(upstream.url)
   const want = (name) => S.TARGETS.includes(name)
   let portkeyMain
   if (want("portkey")) {
@@ -62,10 +73,13 @@ const startTargets = async (upstream, notes) => {
   const started = await Promise.all([
     want("proxy") ? startChild("proxy", "proxy.mjs", env, profileArgs("proxy")) : undefined,
     want("proxy-undici") ? startChild("proxy-undici", "proxy-undici.mjs", env, profileArgs("proxy-undici")) : undefined,
-    startGateway("gateway", resolvePath(here, ".."), config, [...S.nodeArgs("BENCH_GATEWAY_ARGS"), ...profileArgs("gateway")]),
+    startGateway("gateway", resolvePath(here, ".."), await configFor(upstream, "gateway"), [
+      ...S.nodeArgs("BENCH_GATEWAY_ARGS"),
+      ...profileArgs("gateway")
+    ]),
     S.BASELINE === undefined
       ? undefined
-      : startGateway("baseline", resolvePath(S.BASELINE), config, S.nodeArgs("BENCH_BASELINE_ARGS")),
+      : startGateway("baseline", resolvePath(S.BASELINE), await configFor(upstream, "baseline"), S.nodeArgs("BENCH_BASELINE_ARGS")),
     portkeyMain === undefined ? undefined : startPortkey(portkeyMain, profileArgs("portkey"))
   ])
   return [{ ...upstream, name: "direct" }, ...started.filter((t) => t !== undefined)]
@@ -126,6 +140,7 @@ const main = async () => {
       `load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}`
   )
   console.log(`  scenarios: ${S.SCENARIOS.join(", ")}; targets: ${S.TARGETS.join(", ")}${S.BASELINE ? ", baseline" : ""}`)
+  if (S.STORAGE !== "memory") console.log(`  gateway storage: ${S.STORAGE} (memory: by default)`)
   if (S.LOAD_SCENARIOS.length > 0) {
     console.log(
       `  load: connections ${S.CONNECTIONS.join(", ")}; upstream latency ${S.LATENCIES.join(", ")} ms; per target ` +
@@ -244,6 +259,7 @@ const main = async () => {
   for (const v of verdicts) console.log(`  ${v.text}`)
 
   await stopChildren()
+  for (const cleanup of cleanups) await cleanup()
   if (PROFILE) {
     // The request count next to each profile lets bench/profile-top.mjs show µs per request.
     const served = new Map()

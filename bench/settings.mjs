@@ -1,4 +1,5 @@
 // bench/run.mjs's settings, from the environment (docs/benchmarks.md has the table). A bad value exits 2.
+import { STORAGES } from "./storage.mjs"
 
 const die = (message) => {
   console.error(message)
@@ -62,6 +63,10 @@ const TARGETS_KNOWN = ["direct", "proxy", "proxy-undici", "gateway", "portkey"]
 export const TARGETS = listFromEnv("BENCH_TARGETS", "direct,proxy,gateway,portkey")
 for (const t of TARGETS) if (!TARGETS_KNOWN.includes(t)) die(`BENCH_TARGETS: unknown target ${JSON.stringify(t)} (use ${TARGETS_KNOWN.join(", ")})`)
 for (const t of ["direct", "gateway"]) if (!TARGETS.includes(t)) die(`BENCH_TARGETS must include ${t}`)
+
+/** The gateway's (and the baseline's) storage: memory, sqlite or postgres (see bench/storage.mjs). */
+export const STORAGE = process.env.BENCH_STORAGE || "memory"
+if (!STORAGES.includes(STORAGE)) die(`BENCH_STORAGE: unknown storage ${JSON.stringify(STORAGE)} (use ${STORAGES.join(", ")})`)
 
 /** Another checkout, built, whose gateway runs as a target "baseline": an A/B of two builds in one run. */
 export const BASELINE = process.env.BENCH_BASELINE || undefined

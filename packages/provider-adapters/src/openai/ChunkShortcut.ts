@@ -4,7 +4,7 @@
  *
  * Most chunks of a streamed answer are text deltas that differ from the one before only in `delta.content` (and, from
  * OpenAI, in a trailing `obfuscation` padding): the same id, model, `created`, index, `finish_reason: null`. Parsing
- * each whole (~1 µs for a 270-byte chunk, ~8% of what a translated stream costs the gateway) gives nothing the text
+ * each whole (0.7 µs warm for a 270-byte chunk; 9% of a translated stream's CPU in a profile) gives nothing the text
  * alone does not. So a chunk that was parsed and had no effect but its text becomes the template: the text before its
  * `content` string, the text after it. A later chunk that is that template with another string in that place, and
  * possibly another plain string as its last member's value when that member is `obfuscation`, is the same chunk with
