@@ -109,6 +109,11 @@ export const stopChildren = async (ms = graceMs) => {
   await Promise.all([...children].map((child) => stopChild(child, ms)))
 }
 
+/** What a run leaves outside its children (a PostgreSQL schema): removed when it fails or is interrupted too. */
+const leftovers = []
+export const onAbort = (cleanup) => leftovers.push(cleanup)
+const removeLeftovers = () => Promise.all(leftovers.map((cleanup) => cleanup()))
+
 let failing = false
 /** Reports the error, stops every child and exits 1: something is broken. */
 export const fail = async (error) => {
@@ -116,16 +121,19 @@ export const fail = async (error) => {
   failing = true
   console.error(`\nbench failed: ${error?.stack ?? error}`)
   await stopChildren()
+  await removeLeftovers()
   process.exit(1)
 }
 
 process.on("SIGINT", async () => {
   console.error("\ninterrupted; stopping children")
   await stopChildren()
+  await removeLeftovers()
   process.exit(130)
 })
 process.on("SIGTERM", async () => {
   await stopChildren(3_000)
+  await removeLeftovers()
   process.exit(143)
 })
 process.on("uncaughtException", fail)

@@ -49,7 +49,6 @@ const runBatches = () =>
     child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`bench/batches.mjs exited with ${code}`))))
   })
 
-/** Starts every target; Portkey only when it can be installed (otherwise a line saying why). */
 /** What each gateway process's storage leaves behind (a PostgreSQL schema), removed at the end of the run. */
 const cleanups = []
 
@@ -61,6 +60,7 @@ const configFor = async (upstream, label) => {
   return gatewayConfig(upstream.url, store.url)
 }
 
+/** Starts every target; Portkey only when it can be installed (otherwise a line saying why). */
 const startTargets = async (upstream, notes) => {
   const env = { UPSTREAM_URL: upstream.url }
   const want = (name) => S.TARGETS.includes(name)

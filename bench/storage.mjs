@@ -3,7 +3,7 @@
 // bench/run.mjs (BENCH_STORAGE) and bench/growth.mjs (BENCH_GROWTH_STORAGE).
 import { randomUUID } from "node:crypto"
 import { join } from "node:path"
-import { tempDir } from "./children.mjs"
+import { onAbort, tempDir } from "./children.mjs"
 import { dropSchema, reachable } from "./postgres.mjs"
 
 export const STORAGES = ["memory", "sqlite", "postgres"]
@@ -19,8 +19,8 @@ export const storageFor = async (storage, label) => {
   if (storage === "sqlite") return { url: `sqlite:${join(tempDir(), `${id}.db`)}`, cleanup: async () => {} }
   if (!(await reachable(PG_URL))) return { skipped: `PostgreSQL at ${new URL(PG_URL).host} is unreachable` }
   const schema = `mg_bench_${id}`.toLowerCase().replace(/[^a-z0-9_]/g, "_")
-  return {
-    url: `${PG_URL}${PG_URL.includes("?") ? "&" : "?"}schema=${schema}`,
-    cleanup: () => dropSchema(PG_URL, schema)
-  }
+  const cleanup = () => dropSchema(PG_URL, schema)
+  // Dropped by the caller at its end, or by a run that fails or is interrupted before (`DROP ... IF EXISTS`).
+  onAbort(cleanup)
+  return { url: `${PG_URL}${PG_URL.includes("?") ? "&" : "?"}schema=${schema}`, cleanup }
 }
