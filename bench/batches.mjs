@@ -21,14 +21,13 @@ import { cpus, loadavg, tmpdir } from "node:os"
 import { dirname, join, resolve as resolvePath } from "node:path"
 import { fileURLToPath } from "node:url"
 import { CLIENT_KEY, gatewayConfig } from "./fixtures.mjs"
-import { dropSchema, reachable } from "./postgres.mjs"
+import { dropSchema, PG_URL, reachable, schemaUrl } from "./postgres.mjs"
 
 const here = dirname(fileURLToPath(import.meta.url))
 const MAIN = resolvePath(here, "../packages/server/dist/bundle/model-gateway.js")
 const ITEMS = Number(process.env.BENCH_BATCH_ITEMS ?? 5000)
 const RUNS = (process.env.BENCH_BATCH_RUNS ?? "sqlite-1,pg-1,pg-3").split(",").map((s) => s.trim()).filter(Boolean)
 const PER_BATCH = process.env.BENCH_BATCH_PER_BATCH ? Number(process.env.BENCH_BATCH_PER_BATCH) : undefined
-const PG_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 
 const children = new Set()
 process.on("exit", () => {
@@ -138,7 +137,7 @@ const run = async (upstream, storage, processes) => {
     ? "memory:"
     : storage === "sqlite"
     ? `sqlite:${join(dir, "gateway.db")}`
-    : `${PG_URL}${PG_URL.includes("?") ? "&" : "?"}schema=${schema}`
+    : schemaUrl(schema)
   const configPath = join(dir, "config.json")
   writeFileSync(configPath, JSON.stringify({
     ...gatewayConfig(upstream.url),

@@ -2,6 +2,12 @@
 // dropping the schema a run made.
 import { connect } from "node:net"
 
+/** The benchmarks' PostgreSQL (BENCH_PG_URL). */
+export const PG_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
+
+/** A gateway's storage URL for `schema` at PG_URL (the gateway creates the schema). */
+export const schemaUrl = (schema) => `${PG_URL}${PG_URL.includes("?") ? "&" : "?"}schema=${schema}`
+
 /** Whether a TCP connection to `url`'s host and port (PostgreSQL's by default) opens within 2 s. */
 export const reachable = (url) =>
   new Promise((resolve) => {

@@ -4,23 +4,22 @@
 import { randomUUID } from "node:crypto"
 import { join } from "node:path"
 import { onAbort, tempDir } from "./children.mjs"
-import { dropSchema, reachable } from "./postgres.mjs"
+import { dropSchema, PG_URL, reachable, schemaUrl } from "./postgres.mjs"
 
 export const STORAGES = ["memory", "sqlite", "postgres"]
-export const PG_URL = process.env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 
 /**
  * A storage URL for one gateway process: `{ url, cleanup }`, or `{ skipped }` (why) when PostgreSQL is unreachable.
  * `label` names the file or schema (a run's gateway and baseline each get their own).
  */
 export const storageFor = async (storage, label) => {
-  const id = `${label}_${randomUUID().replaceAll("-", "")}`
   if (storage === "memory") return { url: "memory:", cleanup: async () => {} }
+  const id = `${label}_${randomUUID().replaceAll("-", "")}`
   if (storage === "sqlite") return { url: `sqlite:${join(tempDir(), `${id}.db`)}`, cleanup: async () => {} }
   if (!(await reachable(PG_URL))) return { skipped: `PostgreSQL at ${new URL(PG_URL).host} is unreachable` }
   const schema = `mg_bench_${id}`.toLowerCase().replace(/[^a-z0-9_]/g, "_")
   const cleanup = () => dropSchema(PG_URL, schema)
   // Dropped by the caller at its end, or by a run that fails or is interrupted before (`DROP ... IF EXISTS`).
   onAbort(cleanup)
-  return { url: `${PG_URL}${PG_URL.includes("?") ? "&" : "?"}schema=${schema}`, cleanup }
+  return { url: schemaUrl(schema), cleanup }
 }

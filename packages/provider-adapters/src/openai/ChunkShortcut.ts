@@ -32,6 +32,8 @@ const CONTENT_KEY = "\"content\":\""
 const PADDING_KEY = "\"obfuscation\":"
 const QUOTE = 0x22
 const BACKSLASH = 0x5c
+const OPEN_BRACE = 0x7b
+const COMMA = 0x2c
 
 /**
  * The index of the quote closing the string literal whose text starts at `from`; -1 when none closes it on this line
@@ -50,7 +52,10 @@ const closingQuote = (data: string, from: number, seen: { escaped: boolean }): n
   return -1
 }
 
-/** The chosen choice's delta, as the translator picks it; only when this chunk's sole effect is its text. */
+/**
+ * The text of a chunk whose only effect on the translator is that text (no error, usage, finish reason, reasoning or
+ * tool calls; one choice), else undefined. It reads what `push` reads: the property test keeps the two in step.
+ */
 const textOnly = (chunk: Wire.JsonObject): string | undefined => {
   if (chunk.error !== undefined && chunk.error !== null) return undefined
   if (Predicate.isRecord(chunk.usage)) return undefined
@@ -102,7 +107,7 @@ export const make = (): ChunkShortcut => {
     const at = data.indexOf(CONTENT_KEY)
     if (at <= 0 || data.indexOf(CONTENT_KEY, at + 1) !== -1) return
     const previous = data.charCodeAt(at - 1)
-    if (previous !== 0x7b && previous !== 0x2c) return
+    if (previous !== OPEN_BRACE && previous !== COMMA) return
     const open = at + CONTENT_KEY.length
     seen.escaped = false
     const close = closingQuote(data, open, seen)
@@ -112,10 +117,13 @@ export const make = (): ChunkShortcut => {
     } catch {
       return
     }
+    // A plain padding (no quote or backslash to escape) that ends the chunk is left out of the template.
     const padding = asString(chunk.obfuscation)
-    const paddingTail = padding === undefined ? undefined : `${PADDING_KEY}${JSON.stringify(padding)}}`
+    const paddingTail = padding === undefined || /["\\]/.test(padding)
+      ? undefined
+      : `${PADDING_KEY}${JSON.stringify(padding)}}`
     before = data.slice(0, open)
-    if (paddingTail !== undefined && data.endsWith(paddingTail) && !/["\\]/.test(padding!)) {
+    if (paddingTail !== undefined && data.endsWith(paddingTail)) {
       after = data.slice(close + 1, data.length - paddingTail.length + PADDING_KEY.length)
       padded = true
     } else {
