@@ -6,7 +6,7 @@
  * resumes the source, a failure or a throwing writer ends the push, never the process.
  */
 import { afterEach, describe, expect, it } from "@effect/vitest"
-import { Push } from "@model-gateway/core"
+import { PullUntil, Push } from "@model-gateway/core"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
@@ -289,5 +289,78 @@ describe("Transport.openEventStream, pushed", () => {
       const closed = upstream.closed()
       transport.pool.destroy()
       expect(closed).toBe(true)
+    }))
+})
+
+/** Opens a stream on a pool of its own (closed with the scope) and pulls until `stop` once: what that gave, or its exit. */
+const pullUntilOnce = (url: string, stop: (value: string) => boolean) =>
+  Effect.scoped(Effect.gen(function*() {
+    const transport = yield* Transport.scopedTransport()
+    const pull = yield* Transport.openEventStream(transport, call(url), dataOf)
+    const until = PullUntil.untilOf(pull)
+    if (until === undefined) return yield* Effect.die(new Error("the transport's stream cannot pull until"))
+    const got = yield* Effect.exit(until(stop))
+    const rest: Array<string> = []
+    if (Exit.isSuccess(got) && got.value !== undefined) {
+      for (let chunk = yield* Effect.either(pull); chunk._tag === "Right" && chunk.right !== undefined;) {
+        rest.push(...Chunk.toReadonlyArray(chunk.right))
+        chunk = yield* Effect.either(pull)
+      }
+    }
+    return { got: Exit.map(got, (chunk) => chunk === undefined ? undefined : Chunk.toReadonlyArray(chunk)), rest }
+  }))
+
+describe("Transport.openEventStream, pulled until", () => {
+  it.effect("gives nothing until a value satisfies the stop, then every value read so far; the rest is pulled as before", () =>
+    Effect.gen(function*() {
+      // each value in a read of its own, 20 ms apart: a plain pull would give ["start"] alone
+      const upstream = yield* serveEvents(["start", "block", "ping", "delta", "more"], "end")
+      const { got, rest } = yield* pullUntilOnce(upstream.url, (value) => value === "delta")
+      expect(got).toEqual(Exit.succeed(["start", "block", "ping", "delta"]))
+      expect(rest).toEqual(["more"])
+    }))
+
+  it.effect("a stream that ends before any value satisfies the stop gives its values, then its end", () =>
+    Effect.gen(function*() {
+      const upstream = yield* serveEvents(["start", "ping"], "end")
+      const { got, rest } = yield* pullUntilOnce(upstream.url, () => false)
+      expect(got).toEqual(Exit.succeed(["start", "ping"]))
+      expect(rest).toEqual([])
+    }))
+
+  it.effect("a stream cut short before a value satisfies the stop gives what it read, then fails on the next pull", () =>
+    Effect.gen(function*() {
+      const upstream = yield* serveEvents(["start"], "cut")
+      const got = yield* Effect.scoped(Effect.gen(function*() {
+        const transport = yield* Transport.scopedTransport()
+        const pull = yield* Transport.openEventStream(transport, call(upstream.url), dataOf)
+        const first = yield* PullUntil.untilOf(pull)!(() => false)
+        return { first: first === undefined ? [] : Chunk.toReadonlyArray(first), next: yield* Effect.exit(pull) }
+      }))
+      expect(got.first).toEqual(["start"])
+      expect(Exit.isFailure(got.next) && Cause.failureOption(got.next.cause)).toMatchObject({
+        _tag: "Some",
+        value: { kind: "transport" }
+      })
+    }))
+
+  it.effect("past 64 KiB read ahead without a value satisfying the stop, gives them rather than pausing forever", () =>
+    Effect.gen(function*() {
+      const values = Array.from({ length: 200 }, (_, i) => `${i}`.padStart(4, "0") + "x".repeat(1024))
+      const upstream = yield* Effect.promise(() =>
+        serve(async (res) => {
+          for (const value of values) res.write(`data: ${value}\n\n`)
+          // held open: only the read-ahead limit can end the wait
+        })
+      )
+      const got = yield* Effect.scoped(Effect.gen(function*() {
+        const transport = yield* Transport.scopedTransport()
+        const pull = yield* Transport.openEventStream(transport, call(upstream.url), dataOf)
+        const first = yield* PullUntil.untilOf(pull)!(() => false).pipe(Effect.timeout("2 seconds"))
+        return first === undefined ? [] : Chunk.toReadonlyArray(first)
+      }))
+      expect(got.length).toBeGreaterThan(0)
+      expect(got.length).toBeLessThan(values.length)
+      expect(got).toEqual(values.slice(0, got.length))
     }))
 })

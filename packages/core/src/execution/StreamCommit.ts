@@ -12,6 +12,7 @@ import * as Scope from "effect/Scope"
 import * as GatewayError from "../errors/GatewayError.js"
 import { closeWithEnclosing } from "../internal/Scopes.js"
 import type { Attempt } from "../routing/RoutePlanner.js"
+import * as PullUntil from "../upstream/PullUntil.js"
 import * as Push from "../upstream/Push.js"
 import { nextAttempt, toGatewayError, UpstreamError } from "../upstream/Upstream.js"
 import { failureStep, outcomeOf, recordAttempt, recordFailedAttempt, successStep } from "./Attempts.js"
@@ -113,10 +114,13 @@ const commit = <A, E>(ports: ExecutorPorts, planned: Planned<A, E>, opening: Ope
       const opened = yield* Effect.either(Scope.extend(dialect.open(attempt), scope))
       // An attempt that could not be opened failed as one whose first pull failed.
       const pull: Pull<E> = Either.isRight(opened) ? opened.right : Effect.fail(opened.left)
+      // Until the first content: one wait for the events before it where the source can (see `PullUntil`).
+      const until = PullUntil.untilOf(pull)
+      const toContent = until === undefined ? pull : until(isContent)
       const held: Array<E> = []
       let outcome: "content" | "done" | UpstreamError | undefined
       while (outcome === undefined) {
-        const chunk = yield* Effect.either(pull)
+        const chunk = yield* Effect.either(toContent)
         if (Either.isLeft(chunk)) {
           outcome = chunk.left
         } else if (chunk.right === undefined) {

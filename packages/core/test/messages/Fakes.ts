@@ -10,6 +10,7 @@ import * as EndpointStats from "../../src/health/EndpointStats.js"
 import * as MessagesService from "../../src/messages/MessagesService.js"
 import type { JsonObject, Message, StreamEvent } from "../../src/messages/Wire.js"
 import * as SessionAffinity from "../../src/sessions/SessionAffinity.js"
+import * as PullUntil from "../../src/upstream/PullUntil.js"
 import * as Push from "../../src/upstream/Push.js"
 import type { EventPull, MessagesCall } from "../../src/upstream/Upstream.js"
 import { Upstream, UpstreamError, type UpstreamFailure } from "../../src/upstream/Upstream.js"
@@ -90,6 +91,8 @@ export interface Script {
   readonly stream?: Record<string, ReadonlyArray<Pull> | UpstreamError>
   /** The streams can push as well as be pulled, as the transport's can. */
   readonly pushing?: boolean
+  /** The streams can be pulled until (see `PullUntil`), as the transport's can. */
+  readonly pullingUntil?: boolean
 }
 
 export interface FakeUpstream {
@@ -98,22 +101,51 @@ export interface FakeUpstream {
   readonly calls: Array<MessagesCall>
   /** Endpoint ids whose stream was released (its scope closed), in order. */
   readonly released: Array<string>
+  /** How the streams were read, in order: each pull, each pull until, each push. */
+  readonly reads: Array<"pull" | "until" | "push">
 }
 
 /**
  * The scripted pulls; with `pushing`, also able to push them (see `Push`): each in turn to the writer, waiting for its
  * `resume` whenever it returns false.
  */
-const pullOf = (pulls: ReadonlyArray<Pull>, pushing: boolean): EventPull => {
+const pullOf = (
+  pulls: ReadonlyArray<Pull>,
+  script: Script,
+  reads: Array<"pull" | "until" | "push">
+): EventPull => {
   let next = 0
-  const pull: EventPull = Effect.suspend(() => {
+  let pull: EventPull = Effect.suspend(() => {
+    reads.push("pull")
     if (next >= pulls.length) return Effect.succeed(undefined)
     const pull = pulls[next++]
     return pull instanceof UpstreamError ? Effect.fail(pull) : Effect.succeed(Chunk.fromIterable(pull))
   })
-  if (!pushing) return pull
+  if (script.pullingUntil === true) {
+    // The scripted pulls' events together, up to the pull that has one satisfying `stop`, the end, or a failure (given
+    // alone when nothing comes before it).
+    pull = PullUntil.withUntil(pull, (stop) =>
+      Effect.suspend(() => {
+        reads.push("until")
+        const values: Array<StreamEvent> = []
+        while (next < pulls.length) {
+          const pull = pulls[next]
+          if (pull instanceof UpstreamError) {
+            if (values.length > 0) break
+            next++
+            return Effect.fail(pull)
+          }
+          next++
+          values.push(...pull)
+          if (pull.some(stop)) break
+        }
+        return Effect.succeed(values.length === 0 ? undefined : Chunk.fromIterable(values))
+      }))
+  }
+  if (script.pushing !== true) return pull
   return Push.pushable(pull, (write) =>
     Effect.async((resume) => {
+      reads.push("push")
       const run = (): void => {
         while (next < pulls.length) {
           const pull = pulls[next++]
@@ -129,6 +161,7 @@ const pullOf = (pulls: ReadonlyArray<Pull>, pushing: boolean): EventPull => {
 export const fakeUpstream = (script: Script): FakeUpstream => {
   const calls: Array<MessagesCall> = []
   const released: Array<string> = []
+  const reads: Array<"pull" | "until" | "push"> = []
   const missing = () => failure("not_found", 404)
   const context = Context.make(Upstream, {
     createMessage: (call) =>
@@ -143,12 +176,12 @@ export const fakeUpstream = (script: Script): FakeUpstream => {
         const answer = script.stream?.[call.endpoint.id] ?? missing()
         if (answer instanceof UpstreamError) return Effect.fail(answer)
         return Effect.acquireRelease(
-          Effect.succeed(pullOf(answer, script.pushing === true)),
+          Effect.succeed(pullOf(answer, script, reads)),
           () => Effect.sync(() => released.push(call.endpoint.id))
         )
       })
   })
-  return { context, calls, released }
+  return { context, calls, released, reads }
 }
 
 // -----------------------------------------------------------------------------

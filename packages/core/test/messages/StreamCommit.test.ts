@@ -248,6 +248,32 @@ describe("pushed stream frames (the upstream can push, as the transport's stream
       })
     }))
 
+  it.effect("a source that can pull until: one wait for the events before the first content; the same frames and records", () =>
+    Effect.gen(function*() {
+      // each lifecycle event in a read of its own, as an upstream may write them; a's fails before any content
+      const [start, deltas, end] = streamed("msg_b", ["Hel", "lo"], 3, 2)
+      const apart = (events: Pull): Array<Pull> => (Array.isArray(events) ? events.map((e) => [e]) : [events])
+      const script = (pullingUntil: boolean) => ({
+        pushing: true,
+        pullingUntil,
+        stream: {
+          "a@p1": [...apart(start).slice(0, 2), failure("overloaded", 529)],
+          "b@p2": [...apart(start), deltas, end]
+        }
+      })
+      const pulled = yield* gateway(models, script(false))
+      const pulledFrames = yield* pushFrames(yield* pulled.create(request(["b"])))
+      const until = yield* gateway(models, script(true))
+      const untilFrames = yield* pushFrames(yield* until.create(request(["b"])))
+      assert.deepStrictEqual(names(untilFrames), wholeAnswer)
+      assert.deepStrictEqual(untilFrames, pulledFrames)
+      assert.deepStrictEqual(until.stores.usage, pulled.stores.usage)
+      assert.deepStrictEqual(until.stores.attempts, pulled.stores.attempts)
+      // a: its two events, then its failure; b: its three lifecycle events and its first deltas at once; then pushed
+      assert.deepStrictEqual(until.upstream.reads, ["until", "until", "until", "push"])
+      assert.deepStrictEqual(pulled.upstream.reads, ["pull", "pull", "pull", "pull", "pull", "pull", "pull", "push"])
+    }))
+
   it.effect("a writer that asks to wait gets nothing more until it resumes the source", () =>
     Effect.gen(function*() {
       const [start, deltas, end] = streamed("msg_a", ["one"], 3, 2)

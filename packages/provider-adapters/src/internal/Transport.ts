@@ -10,7 +10,7 @@
  * per read at all. Interruption of a JSON call, or the end of a stream's scope before the body
  * was read to its end, aborts the request; a body read to its end is not aborted.
  */
-import { Push, Upstream } from "@model-gateway/core"
+import { PullUntil, Push, Upstream } from "@model-gateway/core"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
@@ -246,6 +246,10 @@ class EventStreamHandler<A> implements HttpClient.Handler {
   private failure: Upstream.UpstreamError | undefined = undefined
   private defect: unknown = undefined
   private waiter: ((effect: Pull<A>) => void) | undefined = undefined
+  /** The waiter's `until`: what one of the values must satisfy before it is given them (see `PullUntil`). */
+  private stop: ((value: A) => boolean) | undefined = undefined
+  /** How many of `out` were checked against `stop` already. */
+  private checked = 0
   /** Pushing (see `push`): where the values go as they are decoded, and what ends the push. */
   private writer: Push.Writer<A> | undefined = undefined
   private endPush: ((effect: Effect.Effect<void, Upstream.UpstreamError>) => void) | undefined = undefined
@@ -284,9 +288,10 @@ class EventStreamHandler<A> implements HttpClient.Handler {
   }
 
   private take(): Pull<A> | undefined {
-    if (this.out.length > 0) {
+    if (this.out.length > 0 && this.stopMet()) {
       const values = Chunk.unsafeFromArray(this.out)
       this.out = []
+      this.checked = 0
       this.unpulled = 0
       return Effect.succeed(values)
     }
@@ -296,6 +301,19 @@ class EventStreamHandler<A> implements HttpClient.Handler {
     return undefined
   }
 
+  /**
+   * Whether the values decoded so far may be given: always to a plain pull; to a pull until, once one satisfies its
+   * `stop`, once the stream is over, or once the read-ahead limit is reached (the socket is then about to pause, and
+   * nothing more would come to satisfy it).
+   */
+  private stopMet(): boolean {
+    const stop = this.stop
+    if (stop === undefined || this.stopped || this.unpulled >= HIGH_WATER_MARK) return true
+    const out = this.out
+    for (; this.checked < out.length; this.checked++) if (stop(out[this.checked]!)) return true
+    return false
+  }
+
   private deliver(): void {
     if (this.writer !== undefined) return this.flush(this.writer)
     const waiter = this.waiter
@@ -303,6 +321,7 @@ class EventStreamHandler<A> implements HttpClient.Handler {
     const ready = this.take()
     if (ready === undefined) return
     this.waiter = undefined
+    this.stop = undefined
     waiter(ready)
   }
 
@@ -312,20 +331,27 @@ class EventStreamHandler<A> implements HttpClient.Handler {
    * wrap every wait in an uninterruptible region, some 5 instructions per chunk, and a resumption after the interruption
    * is ignored by the fiber anyway.
    */
-  readonly pull: Pull<A> = Effect.suspend(() => {
+  readonly pull: Pull<A> = Effect.suspend(() => this.next(undefined))
+
+  /** The next values once one satisfies `stop` (see `PullUntil`); what `pull` gives otherwise. */
+  readonly until: PullUntil.Until<A, Upstream.UpstreamError> = (stop) => Effect.suspend(() => this.next(stop))
+
+  private next(stop: ((value: A) => boolean) | undefined): Pull<A> {
+    this.stop = stop
     const ready = this.take()
     if (ready === undefined) {
       return Effect.async<Chunk.Chunk<A> | undefined, Upstream.UpstreamError>((resume) => {
         this.waiter = resume
       })
     }
+    this.stop = undefined
     // Only once the values are taken: resuming may read (and decode) the next data at once.
     if (this.paused) {
       this.paused = false
       this.resumeSocket?.()
     }
     return ready
-  })
+  }
 
   /**
    * Hands the values decoded since the last pull or write to the writer, then the end or the failure, unless the
@@ -483,7 +509,7 @@ export const openEventStream = <A>(
       Scope.addFinalizer(scope, closing(handler)),
       Effect.sync(() => {
         dispatch(transport, call, handler)
-        return Push.pushable(handler.pull, handler.push)
+        return Push.pushable(PullUntil.withUntil(handler.pull, handler.until), handler.push)
       })
     )
   })
