@@ -75,7 +75,7 @@ export const BASELINE = process.env.BENCH_BASELINE || undefined
 export const PROBE_PROVIDERS = listFromEnv("BENCH_PROBE_PROVIDERS", "anthropic,openai")
 for (const p of PROBE_PROVIDERS) if (p !== "anthropic" && p !== "openai") die(`BENCH_PROBE_PROVIDERS: unknown ${JSON.stringify(p)}`)
 export const SEQUENTIAL = Math.round(numberFromEnv("BENCH_SEQUENTIAL", 500))
-export const SEQUENTIAL_WARMUP = Math.round(numberFromEnv("BENCH_SEQUENTIAL_WARMUP", 100, { allowZero: true }))
+export const SEQUENTIAL_WARMUP = Math.round(numberFromEnv("BENCH_SEQUENTIAL_WARMUP", 2000, { allowZero: true }))
 export const INTERCHUNK = {
   streams: Math.round(numberFromEnv("BENCH_INTERCHUNK_STREAMS", 32)),
   deltas: Math.round(numberFromEnv("BENCH_INTERCHUNK_DELTAS", 64)),
