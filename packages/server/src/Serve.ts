@@ -14,6 +14,7 @@ import * as Gateway from "./Gateway.js"
 import * as LineWriter from "./LineWriter.js"
 import type * as Logging from "./Logging.js"
 import { describeStorage, type ListenError, type StorageError } from "./StartupErrors.js"
+import * as V8Flags from "./V8Flags.js"
 
 /** With no key configured at all, one management key for this run only: revoked at the next start. */
 const withGeneratedKey = (config: GatewayConfig): { config: GatewayConfig; generated: string | undefined } => {
@@ -42,6 +43,8 @@ export const serve = (
     const { config, generated } = withGeneratedKey(resolved.config)
     yield* Effect.addFinalizer(() => Effect.logInfo("stopped"))
     const serving = yield* Gateway.serve(config, { logging })
+    // Start-up is over: the young generation may grow again (V8Flags.ts).
+    yield* Effect.sync(V8Flags.serving)
     yield* Effect.addFinalizer(() => Effect.logInfo("shutting down: finishing in-flight requests"))
     const models = Object.keys(config.models)
     yield* Effect.logInfo(
