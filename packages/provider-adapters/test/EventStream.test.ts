@@ -364,3 +364,21 @@ describe("Transport.openEventStream, pulled until", () => {
       expect(got).toEqual(values.slice(0, got.length))
     }))
 })
+
+describe("Transport.openEventStream, pulled until, a stop that throws", () => {
+  it.effect("gives the values read, then dies on the next pull: a defect of the stream, never of the process", () =>
+    Effect.gen(function*() {
+      const upstream = yield* serveEvents(["start", "block"], "end")
+      const got = yield* Effect.scoped(Effect.gen(function*() {
+        const transport = yield* Transport.scopedTransport()
+        const pull = yield* Transport.openEventStream(transport, call(upstream.url), dataOf)
+        const first = yield* PullUntil.untilOf(pull)!((value) => {
+          if (value === "block") throw new Error("a broken check")
+          return false
+        })
+        return { first: first === undefined ? [] : Chunk.toReadonlyArray(first), next: yield* Effect.exit(pull) }
+      }))
+      expect(got.first).toEqual(["start", "block"])
+      expect(Exit.isFailure(got.next) && Cause.isDie(got.next.cause)).toBe(true)
+    }))
+})

@@ -310,7 +310,13 @@ class EventStreamHandler<A> implements HttpClient.Handler {
     const stop = this.stop
     if (stop === undefined || this.stopped || this.unpulled >= HIGH_WATER_MARK) return true
     const out = this.out
-    for (; this.checked < out.length; this.checked++) if (stop(out[this.checked]!)) return true
+    try {
+      for (; this.checked < out.length; this.checked++) if (stop(out[this.checked]!)) return true
+    } catch (error) {
+      // A stop that throws is a defect of the stream, as a throw in the puller's own check would be.
+      this.fail(error)
+      return true
+    }
     return false
   }
 
