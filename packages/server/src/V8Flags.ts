@@ -23,9 +23,9 @@
  * V8's 2 again once it listens: `serving`). Start-up keeps much of what it allocates (modules, the storage's
  * migrations), so V8 doubles the young generation's semi-spaces at each scavenge, to 8 MB each. A process at rest gives
  * them back only when V8's memory reducer runs, some 9 s after start. Kept at 1 MB until serving, the idle RSS is
- * 66 / 70 / 72 MB (memory, SQLite, PostgreSQL storage) against 74 / 84 / 85, for the same start-up time. Under load
- * the young generation grows within the first second as before, to the same size (docs/benchmarks.md, log "the
- * young generation at start").
+ * 65–69 / 70–71 / 72–74 MB (memory, SQLite, PostgreSQL storage) against 73–74 / 82–85 / 85, for the same start-up
+ * time. Under load the young generation grows within the first second as before, to the same size
+ * (docs/benchmarks.md, log "the young generation at start").
  *
  * A command line that names one of these flags, in either spelling, is left alone for that flag (Node refuses them
  * in `NODE_OPTIONS`, hence the call at start).
@@ -42,7 +42,7 @@ const DEFAULTS: ReadonlyArray<{ readonly flag: string; readonly named: RegExp; r
   {
     flag: "--semi-space-growth-factor=1",
     named: /^--semi[-_]space[-_]growth[-_]factor(=|$)/,
-    // V8's default (Node 20 to 24)
+    // V8's default
     serving: "--semi-space-growth-factor=2"
   }
 ]
