@@ -9,7 +9,7 @@ const DEFAULTS = ["--no-allocation-site-pretenuring", "--heap-growing-percent=10
 const GROWTH = "--semi-space-growth-factor=1"
 
 describe("V8Flags.flagsFor", () => {
-  it("sets both flags by default, whatever else the node options set", () => {
+  it("sets every flag by default, whatever else the node options set", () => {
     expect(V8Flags.flagsFor([])).toEqual(DEFAULTS)
     expect(V8Flags.flagsFor(["--max-old-space-size=64", "--enable-source-maps"])).toEqual(DEFAULTS)
   })
