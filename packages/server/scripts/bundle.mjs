@@ -7,8 +7,9 @@
 // (module records, unminified sources, the barrels' unused modules); see docs/benchmarks.md, "Memory".
 //
 // Entry points: the command (`model-gateway.js`) and the intern daemon (`InternDaemonMain.js`, started as a child
-// process from a path next to the code that starts it). The eSpeak NG worker is copied as is: it is plain JavaScript,
-// loaded by path next to the code that starts it, and loads its own dependencies.
+// process from a path next to the code that starts it). The worker threads' files (the eSpeak NG worker, the SQLite
+// usage writer) are copied as they are: plain JavaScript, loaded by path next to the code that starts them, each
+// loading its own dependencies.
 // Left to node_modules: native and data-carrying packages, loaded only when configured (better-sqlite3, pg, ioredis,
 // espeak-ng and lamejs, unpdf).
 /* global console, process */
@@ -71,7 +72,9 @@ await build({
   logLevel: "warning",
   legalComments: "linked"
 })
+// Worker threads' entry files, found beside the chunk that starts them (`new URL(..., import.meta.url)`).
 copyFileSync(join(packages, "provider-adapters", "dist", "speech", "EspeakWorker.mjs"), join(next, "EspeakWorker.mjs"))
+copyFileSync(join(packages, "storage-sql", "dist", "SqliteUsageWorker.mjs"), join(next, "SqliteUsageWorker.mjs"))
 const old = `${out}.old`
 rmSync(old, { recursive: true, force: true })
 if (existsSync(out)) renameSync(out, old)

@@ -46,6 +46,11 @@ type Stores = CoreStores.Stores
 export interface SqliteOptions extends StoreOptions {
   /** A file path (its directory is created if missing) or `:memory:`. */
   readonly filename: string
+  /**
+   * Whether a worker thread writes the usage log's batches to a database file, on a connection of its own (default
+   * true; a `:memory:` database is always written on the event loop, where its one connection lives).
+   */
+  readonly usageWriterThread?: boolean | undefined
 }
 
 export interface PgOptions extends StoreOptions {
@@ -60,11 +65,12 @@ export interface PgOptions extends StoreOptions {
  * `SqlClient` in context, after running the migrations.
  */
 export const layer = (
-  options: StoreOptions = {}
+  options: StoreOptions = {},
+  usagePlacement: SqlUsageLog.Placement = {}
 ): Layer.Layer<Stores, SqlError | MigrationError, SqlClient.SqlClient> =>
   Layer.mergeAll(
     SqlKeys.layer(options),
-    SqlUsageLog.layer(options),
+    SqlUsageLog.layer(options, usagePlacement),
     SqlEndpointStats.layer(options),
     SqlSessionAffinity.layer(options),
     SqlInternStore.layer,
@@ -94,7 +100,10 @@ export const layerSqlite = (options: SqliteOptions): Layer.Layer<Stores, Storage
       Effect.map((SqliteClient) => SqliteClient.layer({ filename: options.filename }))
     )
   )
-  return layer(options).pipe(Layer.provide(client))
+  const usageOffThread = options.usageWriterThread !== false && isFilePath(options.filename)
+  return layer(options, usageOffThread ? { sqliteFile: NodePath.resolve(options.filename) } : {}).pipe(
+    Layer.provide(client)
+  )
 }
 
 const isFilePath = (filename: string) => filename !== "" && filename !== ":memory:" && !filename.startsWith("file:")

@@ -3,6 +3,9 @@
  * bounded in-memory buffer; a background fiber writes batches (one multi-row INSERT in a
  * transaction) every `flushInterval` or as soon as `batchSize` records are waiting. When the buffer
  * is full the oldest records are dropped and counted. Closing the layer's scope writes what is left.
+ *
+ * On a SQLite file the batches are written by a worker thread with a connection of its own (`OffThreadRows`), not on
+ * the event loop: better-sqlite3 runs statements synchronously, and a batch of 500 held the loop for ~5 ms.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlSchema from "@effect/sql/SqlSchema"
@@ -18,6 +21,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { Flag, Num, Text } from "./internal/Columns.js"
 import { fixedChunks } from "./internal/StatementChunks.js"
+import * as OffThreadRows from "./OffThreadRows.js"
 
 export interface SqlUsageLogOptions {
   /** Most records waiting to be written before the oldest are dropped (default 100,000). */
@@ -67,6 +71,17 @@ const UsageRow = Schema.Struct({
 })
 
 const defaultLimit = 100
+
+/** The table's columns that a record fills, in the order `valuesOf` gives them. */
+const COLUMNS: ReadonlyArray<keyof typeof UsageRow.fields> = Object.keys(UsageRow.fields) as Array<
+  keyof typeof UsageRow.fields
+>
+
+/** A record's row as values in `COLUMNS`' order, for the writer thread. */
+const valuesOf = (r: UsageLog.UsageRecord): Array<unknown> => {
+  const row = toRow(r)
+  return COLUMNS.map((column) => row[column])
+}
 
 const toRow = (r: UsageLog.UsageRecord) => ({
   request_id: r.requestId,
@@ -124,15 +139,29 @@ const fromRow = (row: typeof UsageRow.Type): UsageLog.UsageRecord => ({
   metadata: row.metadata
 })
 
+/** Where the batches are written when not on the layer's own SQL client. */
+export interface Placement {
+  /**
+   * The SQLite file the client in context is connected to: a worker thread writes the batches there, on a connection of
+   * its own (if the thread stops, the batches go back to the client, with a warning).
+   */
+  readonly sqliteFile?: string | undefined
+}
+
 /**
  * Builds the SQL usage log and forks its writer into the current scope; closing the scope writes
  * every buffered record. The tables must exist (see `Migrations`).
  */
 export const make = (
-  options: SqlUsageLogOptions = {}
+  options: SqlUsageLogOptions = {},
+  placement: Placement = {}
 ): Effect.Effect<UsageLog.UsageLogService, never, SqlClient.SqlClient | Scope.Scope> =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    // Acquired before the writer fiber is forked: the scope closes in reverse, so the last batches precede its end.
+    let offThread = placement.sqliteFile === undefined
+      ? undefined
+      : yield* OffThreadRows.make({ filename: placement.sqliteFile, table: "mg_usage", columns: COLUMNS })
     const capacity = Math.max(1, options.capacity ?? 100_000)
     const batchSize = Math.max(1, options.batchSize ?? 500)
     const interval = options.flushInterval ?? Duration.millis(200)
@@ -168,13 +197,30 @@ export const make = (
       )
     })
 
-    const insert = (batch: ReadonlyArray<Pending>) =>
+    const onClient = (batch: ReadonlyArray<Pending>) =>
       sql.withTransaction(
         Effect.forEach(
           fixedChunks(batch),
           (rows) => sql`INSERT INTO mg_usage ${sql.insert(rows.map((p) => toRow(p.record)))}`,
           { discard: true }
         )
+      )
+
+    const onThread = (writer: OffThreadRows.OffThreadRows, batch: ReadonlyArray<Pending>) =>
+      writer.write(batch.map((p) => valuesOf(p.record))).pipe(
+        Effect.catchIf((error) => error.stopped, (error) =>
+          Effect.logWarning("Usage log: the writer thread stopped; writing on the main connection").pipe(
+            Effect.annotateLogs({ reason: error.message }),
+            Effect.zipRight(Effect.sync(() => {
+              offThread = undefined
+            })),
+            Effect.zipRight(onClient(batch))
+          ))
+      )
+
+    const insert = (batch: ReadonlyArray<Pending>) =>
+      Effect.suspend(() =>
+        offThread === undefined ? onClient(batch) : onThread(offThread, batch)
       ).pipe(
         Effect.retry(Schedule.intersect(Schedule.exponential(Duration.millis(100)), Schedule.recurs(3))),
         Effect.catchAll((error) =>
@@ -260,5 +306,7 @@ export const make = (
 
 /** `UsageLog` over the `SqlClient` in context; its writer lives as long as the layer. */
 export const layer = (
-  options: SqlUsageLogOptions = {}
-): Layer.Layer<UsageLog.UsageLog, never, SqlClient.SqlClient> => Layer.scoped(UsageLog.UsageLog, make(options))
+  options: SqlUsageLogOptions = {},
+  placement: Placement = {}
+): Layer.Layer<UsageLog.UsageLog, never, SqlClient.SqlClient> =>
+  Layer.scoped(UsageLog.UsageLog, make(options, placement))

@@ -1,4 +1,5 @@
 export * as Migrations from "./Migrations.js"
+export * as OffThreadRows from "./OffThreadRows.js"
 export * as RedisQuotaStore from "./RedisQuotaStore.js"
 export * as SqlBatchStore from "./SqlBatchStore.js"
 export * as SqlEndpointStats from "./SqlEndpointStats.js"

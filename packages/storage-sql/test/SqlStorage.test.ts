@@ -11,7 +11,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { dropSchema, pgUp, pgUrl, skipPostgres } from "../../core/test/contract/Postgres.js"
 import { digestOf, storageContract, usageRecord } from "../../core/test/contract/StorageContract.js"
-import { Migrations, SqlStorage } from "../src/index.js"
+import { Migrations, SqlStorage, SqlUsageLog } from "../src/index.js"
 
 const skipPg = skipPostgres("the PostgreSQL storage tests")
 
@@ -161,6 +161,47 @@ describe("SqlStorage on SQLite", () => {
         assert.deepStrictEqual(yield* keys.authenticate(digestOf(secret)), Option.some(principal))
         assert.deepStrictEqual(yield* usage.list({ workspace: "restart", limit: 2000 }), [...records].reverse())
       }).pipe(Effect.provide(storage))
+    }))
+
+  it.live("on a SQLite file, a thread of its own writes the usage log, on a connection of its own", () =>
+    Effect.gen(function*() {
+      const filename = join(tempDir, "thread", "gateway.db")
+      // The file, migrated by a first layer.
+      yield* Effect.provide(Effect.void, SqlStorage.layerSqlite({ filename }))
+      // The log's own client on another database: what the thread writes lands in the file, never there.
+      const usageLog = SqlUsageLog.layer({ flushInterval: Duration.hours(1) }, { sqliteFile: filename }).pipe(
+        Layer.provide(Migrations.layer),
+        Layer.provide(SqliteClient.layer({ filename: ":memory:" }))
+      )
+      const records = Array.from({ length: 700 }, (_, i) => usageRecord({ workspace: "thread", createdAt: 1000 + i }))
+      yield* Effect.gen(function*() {
+        const usage = yield* UsageLog.UsageLog
+        yield* Effect.forEach(records, usage.record, { discard: true })
+        yield* usage.flush
+        assert.deepStrictEqual(yield* usage.list({ workspace: "thread" }), [])
+      }).pipe(Effect.provide(usageLog))
+      const stored = yield* Effect.gen(function*() {
+        const usage = yield* UsageLog.UsageLog
+        return yield* usage.list({ workspace: "thread", limit: 1000 })
+      }).pipe(Effect.provide(SqlStorage.layerSqlite({ filename })))
+      assert.deepStrictEqual(stored, [...records].reverse())
+    }))
+
+  it.live("when the usage log's thread cannot run, the batches go to the layer's client", () =>
+    Effect.gen(function*() {
+      const usageLog = SqlUsageLog.layer({ flushInterval: Duration.hours(1) }, {
+        sqliteFile: join(tempDir, "no-such-directory", "gateway.db")
+      }).pipe(Layer.provide(Migrations.layer), Layer.provide(SqliteClient.layer({ filename: ":memory:" })))
+      yield* Effect.gen(function*() {
+        const usage = yield* UsageLog.UsageLog
+        const first = usageRecord({ workspace: "fallback", createdAt: 1 })
+        const second = usageRecord({ workspace: "fallback", createdAt: 2 })
+        yield* usage.record(first)
+        yield* usage.flush
+        yield* usage.record(second)
+        yield* usage.flush
+        assert.deepStrictEqual(yield* usage.list({ workspace: "fallback" }), [second, first])
+      }).pipe(Effect.provide(usageLog))
     }))
 
   it.live("writes records in the background without an explicit flush", () =>

@@ -1,0 +1,55 @@
+// @ts-check
+/**
+ * The SQLite usage log's worker thread: a connection of its own to the database file, on which it writes the batches of
+ * usage records the gateway posts, each batch in one transaction. better-sqlite3 runs statements synchronously: on the
+ * gateway's event loop a batch of 500 records stopped it for ~5 ms (docs/benchmarks.md, "what the storage costs a
+ * request"); here it stops nothing.
+ *
+ * Plain JavaScript rather than TypeScript so that the same file runs from the sources (tests), from `dist` and beside
+ * the server's bundle.
+ *
+ * Protocol. `workerData`: `{ filename, table, columns }`. In: `{ id, rows }`, each row an array of values in `columns`'
+ * order; `{ close: true }` closes the connection, and the thread ends. Out: `{ id }` once the batch is committed, or
+ * `{ id, error }` when it was rolled back.
+ */
+import { createRequire } from "node:module"
+import { parentPort, workerData } from "node:worker_threads"
+
+// better-sqlite3 is CommonJS without types of its own (its types are a development dependency of the repository only):
+// loaded with `require`, untyped.
+const Database = createRequire(import.meta.url)("better-sqlite3")
+
+const { filename, table, columns } = workerData
+const port = /** @type {import("node:worker_threads").MessagePort} */ (parentPort)
+const db = new Database(filename)
+// The gateway's own connection may hold the write lock (a key created, a batch stored): wait for it, as it waits for us.
+db.pragma("busy_timeout = 5000")
+
+/** @type {((rows: Array<Array<unknown>>) => void) | undefined} */
+let insertAll
+/** Prepared at the first batch: the table exists by then (the gateway migrates before it records anything). */
+const prepare = () => {
+  const names = columns.join(", ")
+  const values = columns.map(() => "?").join(", ")
+  const insert = db.prepare(`INSERT INTO ${table} (${names}) VALUES (${values})`)
+  const all = db.transaction((/** @type {Array<Array<unknown>>} */ rows) => {
+    for (const row of rows) insert.run(row)
+  })
+  // BEGIN IMMEDIATE: the write lock is taken at the start, so the transaction never fails half-way on it.
+  return (/** @type {Array<Array<unknown>>} */ rows) => all.immediate(rows)
+}
+
+port.on("message", (/** @type {{ id?: number, rows?: Array<Array<unknown>>, close?: boolean }} */ message) => {
+  if (message.close === true) {
+    db.close()
+    port.close()
+    return
+  }
+  try {
+    insertAll ??= prepare()
+    insertAll(message.rows ?? [])
+    port.postMessage({ id: message.id })
+  } catch (error) {
+    port.postMessage({ id: message.id, error: error instanceof Error ? error.message : String(error) })
+  }
+})
