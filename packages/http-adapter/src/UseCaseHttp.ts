@@ -57,7 +57,15 @@ export const responseOf = (
         "x-accel-buffering": SSE_HEADERS["x-accel-buffering"],
         "request-id": requestId
       },
-      body: { _tag: "Stream", stream: outcome.frames, open: outcome.open, claim: outcome.claim }
+      body: {
+        _tag: "Stream",
+        // Made when a binding reads it (fetch, HttpApp); the node binding claims the frames instead.
+        get stream() {
+          return outcome.frames
+        },
+        open: outcome.open,
+        claim: outcome.claim
+      }
     }
   if (outcome.quota !== undefined) {
     QuotaHeaders.add(response.headers as Record<string, string>, family, outcome.quota, Date.now())

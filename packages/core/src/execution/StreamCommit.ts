@@ -88,7 +88,16 @@ const told = <A, E>(
   const pull = framePull(telling, committed, state)
   const open = Effect.as(closeWithEnclosing(committed.scope), pull)
   const claim = Effect.succeed({ pull, release: Scope.close(committed.scope, Exit.void) })
-  const outcome: Outcome = { _tag: "Stream", open, claim, frames: framesOf(open) }
+  // The frames as a `Stream` are made when asked for: the node binding claims them instead, and a `Stream` made for
+  // every answer would be allocated, and held as long as it streams, for nothing.
+  const outcome: Outcome = {
+    _tag: "Stream",
+    open,
+    claim,
+    get frames() {
+      return framesOf(open)
+    }
+  }
   return Effect.as(
     Scope.addFinalizer(committed.scope, Effect.suspend(() => recordCommitted(ports, telling, committed, state))),
     { outcome, answer: undefined, charge: undefined }
