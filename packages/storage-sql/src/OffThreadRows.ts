@@ -60,12 +60,16 @@ export const make = (options: OffThreadOptions): Effect.Effect<OffThreadRows, ne
     const start = (): Worker => {
       const started = new Worker(WORKER_URL, {
         workerData: { filename: options.filename, table: options.table, columns: options.columns },
-        resourceLimits: RESOURCE_LIMITS
+        resourceLimits: RESOURCE_LIMITS,
+        // Not the process's command line: a preload meant for the server (a benchmark's, an agent's) has nothing to do
+        // here, and one that exits where it finds no server ended the thread at once.
+        execArgv: []
       })
       started.on("message", (reply: Reply) => {
         const resume = waiting.get(reply.id)
         if (resume === undefined) return
         waiting.delete(reply.id)
+        if (waiting.size === 0) started.unref()
         resume(
           reply.error === undefined
             ? Effect.void
@@ -74,7 +78,8 @@ export const make = (options: OffThreadOptions): Effect.Effect<OffThreadRows, ne
       })
       started.on("error", (error) => stop(`the SQLite writer thread failed: ${error.message}`))
       started.on("exit", (code) => stop(`the SQLite writer thread exited (code ${code})`))
-      // The thread alone keeps no process alive: the scope ends it.
+      // An idle thread keeps no process alive (the scope ends it); a batch waiting on it does, so that a process whose
+      // last work is to write its usage does not exit with it unwritten.
       started.unref()
       return started
     }
@@ -94,6 +99,7 @@ export const make = (options: OffThreadOptions): Effect.Effect<OffThreadRows, ne
         }
         const id = nextId++
         waiting.set(id, resume)
+        worker.ref()
         worker.postMessage({ id, rows })
       })
 
@@ -106,6 +112,7 @@ export const make = (options: OffThreadOptions): Effect.Effect<OffThreadRows, ne
         clearTimeout(timer)
         resume(Effect.void)
       })
+      running.ref()
       running.postMessage({ close: true })
     })
 

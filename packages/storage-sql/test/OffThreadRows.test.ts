@@ -1,6 +1,7 @@
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import Database from "better-sqlite3"
 import { Effect, Either, Fiber } from "effect"
+import { execFile } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -91,4 +92,27 @@ describe("OffThreadRows", () => {
         if (Either.isLeft(result)) assert.isTrue(result.left.stopped)
       }
     }).pipe(Effect.scoped))
+
+  it.live("ignores the process's preloads (one that ends threads), and keeps the process alive while a batch waits", () =>
+    Effect.gen(function*() {
+      const filename = database()
+      // The built package, in a process whose preload ends any thread it runs in (as the benchmark's server preload did).
+      const built = new URL("../dist/index.js", import.meta.url).href
+      const preload =
+        "data:text/javascript,import{isMainThread}from'node:worker_threads';if(!isMainThread)process.exit(2)"
+      const script = `import { Effect } from "effect"
+        import { OffThreadRows } from ${JSON.stringify(built)}
+        const rows = OffThreadRows.make({ filename: ${JSON.stringify(filename)}, table: "t", columns: ["a", "b"] })
+        await Effect.runPromise(Effect.scoped(Effect.flatMap(rows, (w) => w.write([["child", 7]]))))`
+      const result = yield* Effect.async<{ code: number; stderr: string }>((resume) => {
+        execFile(
+          process.execPath,
+          ["--import", preload, "--input-type=module", "-e", script],
+          { cwd: new URL("..", import.meta.url).pathname },
+          (error, _stdout, stderr) => resume(Effect.succeed({ code: error ? Number(error.code ?? 1) : 0, stderr }))
+        )
+      })
+      assert.strictEqual(result.code, 0, result.stderr)
+      assert.deepStrictEqual(rowsOf(filename), [{ a: "child", b: 7 }])
+    }))
 })
