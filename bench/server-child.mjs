@@ -8,47 +8,54 @@
 //   parent -> child  { type: "cpu", id }      -> { type: "cpu", id, usage, heap, rss, peakRss } (see bench/child.mjs)
 //   parent -> child  { type: "shutdown" }     SIGTERM to itself: the gateway's own graceful shutdown, then exit 0
 import { Server } from "node:net"
+import { isMainThread } from "node:worker_threads"
 
-if (process.send === undefined) {
-  console.error("[bench/server-child] must be started by bench/run.mjs (needs an IPC channel)")
-  process.exit(2)
-}
+// A worker thread started with the process's command line (the default) loads this preload too: it has no server and
+// no IPC channel, and must be left alone (an exit here ended the thread).
+if (isMainThread) serve()
 
-// The first server that listens is the gateway's: report its address once it does.
-const listen = Server.prototype.listen
-Server.prototype.listen = function(...args) {
-  Server.prototype.listen = listen
-  // listen(port, hostname?, callback?) with no hostname: bind the loopback address instead of every interface.
-  if (process.env.BENCH_LISTEN_LOOPBACK === "1" && typeof args[0] === "number" && typeof args[1] !== "string") {
-    args = [args[0], "127.0.0.1", ...args.slice(typeof args[1] === "function" ? 1 : 2)]
+function serve() {
+  if (process.send === undefined) {
+    console.error("[bench/server-child] must be started by bench/run.mjs (needs an IPC channel)")
+    process.exit(2)
   }
-  this.once("listening", () => {
-    const { address, port, family } = this.address()
-    process.send({ type: "ready", url: `http://${family === "IPv6" ? `[${address}]` : address}:${port}` })
+
+  // The first server that listens is the gateway's: report its address once it does.
+  const listen = Server.prototype.listen
+  Server.prototype.listen = function(...args) {
+    Server.prototype.listen = listen
+    // listen(port, hostname?, callback?) with no hostname: bind the loopback address instead of every interface.
+    if (process.env.BENCH_LISTEN_LOOPBACK === "1" && typeof args[0] === "number" && typeof args[1] !== "string") {
+      args = [args[0], "127.0.0.1", ...args.slice(typeof args[1] === "function" ? 1 : 2)]
+    }
+    this.once("listening", () => {
+      const { address, port, family } = this.address()
+      process.send({ type: "ready", url: `http://${family === "IPv6" ? `[${address}]` : address}:${port}` })
+    })
+    return listen.apply(this, args)
+  }
+
+  process.on("message", (message) => {
+    switch (message?.type) {
+      case "cpu":
+        process.send({
+          type: "cpu",
+          id: message.id,
+          usage: process.cpuUsage(),
+          heap: process.memoryUsage().heapUsed,
+          rss: process.memoryUsage.rss(),
+          peakRss: process.resourceUsage().maxRSS * 1024
+        })
+        break
+      case "call":
+        process.send({ type: "call", id: message.id, value: undefined })
+        break
+      case "shutdown":
+        process.kill(process.pid, "SIGTERM")
+        break
+    }
   })
-  return listen.apply(this, args)
+  process.on("disconnect", () => process.kill(process.pid, "SIGTERM"))
+  // The IPC channel must not keep the process alive once the gateway has stopped.
+  process.channel?.unref()
 }
-
-process.on("message", (message) => {
-  switch (message?.type) {
-    case "cpu":
-      process.send({
-        type: "cpu",
-        id: message.id,
-        usage: process.cpuUsage(),
-        heap: process.memoryUsage().heapUsed,
-        rss: process.memoryUsage.rss(),
-        peakRss: process.resourceUsage().maxRSS * 1024
-      })
-      break
-    case "call":
-      process.send({ type: "call", id: message.id, value: undefined })
-      break
-    case "shutdown":
-      process.kill(process.pid, "SIGTERM")
-      break
-  }
-})
-process.on("disconnect", () => process.kill(process.pid, "SIGTERM"))
-// The IPC channel must not keep the process alive once the gateway has stopped.
-process.channel?.unref()
