@@ -1,7 +1,8 @@
 /**
  * Rows appended to a table of a SQLite file by a worker thread with a connection of its own (`SqliteUsageWorker.mjs`),
  * so that the inserts, which better-sqlite3 runs synchronously, never hold the event loop. The usage log writes its
- * batches through it on a SQLite file: 500 records took ~5 ms on the loop, during which the gateway served nothing.
+ * batches through it on a SQLite file: on the loop, a batch's inserts and its `COMMIT` (WAL's sync) held it for 5–15 ms,
+ * several times a second under load, during which the gateway served nothing (docs/benchmarks.md).
  *
  * The thread starts with the first batch (an idle gateway spends no memory on it) and ends with the scope, after the
  * batches posted before. If it stops otherwise (a crash), every write waiting on it fails with `stopped` set, and so do

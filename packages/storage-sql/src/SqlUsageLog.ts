@@ -5,7 +5,8 @@
  * is full the oldest records are dropped and counted. Closing the layer's scope writes what is left.
  *
  * On a SQLite file the batches are written by a worker thread with a connection of its own (`OffThreadRows`), not on
- * the event loop: better-sqlite3 runs statements synchronously, and a batch of 500 held the loop for ~5 ms.
+ * the event loop: better-sqlite3 runs statements synchronously, and a batch's inserts and `COMMIT` held the loop for
+ * 5–15 ms.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as SqlSchema from "@effect/sql/SqlSchema"

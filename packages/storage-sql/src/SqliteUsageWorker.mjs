@@ -2,8 +2,8 @@
 /**
  * The SQLite usage log's worker thread: a connection of its own to the database file, on which it writes the batches of
  * usage records the gateway posts, each batch in one transaction. better-sqlite3 runs statements synchronously: on the
- * gateway's event loop a batch of 500 records stopped it for ~5 ms (docs/benchmarks.md, "what the storage costs a
- * request"); here it stops nothing.
+ * gateway's event loop a batch's inserts and `COMMIT` stopped it for 5–15 ms (docs/benchmarks.md); here they stop
+ * nothing.
  *
  * Plain JavaScript rather than TypeScript so that the same file runs from the sources (tests), from `dist` and beside
  * the server's bundle.
