@@ -2,8 +2,9 @@
  * The example server as a real process (`node packages/server/dist/bundle/model-gateway.js`, built by `npm test`'s
  * typecheck step): configuration errors, the zero-config start, and graceful shutdown on SIGTERM.
  */
+import Database from "better-sqlite3"
 import { spawn } from "node:child_process"
-import { existsSync, mkdtempSync, statSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -173,6 +174,39 @@ describe("the gateway server process", { timeout: 60_000 }, () => {
     expect(revoked).toMatchObject({ code: 0, output: expect.stringContaining(`revoked key ${id}`) })
     expect((await command(env, cwd, ["keys", "revoke", id])).code).toBe(1)
     await withServer(env, cwd, async (url) => expect((await messages(url, secret)).status).toBe(401))
+  })
+
+  it("on SQLite, a thread of its own writes the usage records, every one of them by the end of SIGTERM", async () => {
+    const cwd = mkdtempSync(join(tmpdir(), "mg-usage-thread-"))
+    upstream.reset()
+    const proc = run({
+      GATEWAY_CONFIG: writeConfig({ ...goodConfig(), futureKey: undefined }),
+      GATEWAY_API_KEY: "mg-usage-key",
+      UPSTREAM_KEY: "sk-up",
+      PORT: "0"
+    }, cwd)
+    const url = await listening(proc)
+    const threads = () => Number(/Threads:\s+(\d+)/.exec(readFileSync(`/proc/${proc.child.pid}/status`, "utf8"))?.[1])
+    const idle = threads()
+    const statuses = await Promise.all(
+      Array.from({ length: 40 }, () => messages(url, "mg-usage-key").then((r) => r.status))
+    )
+    expect(statuses).toEqual(Array(40).fill(200))
+    // The thread starts with the first batch (written within the usage log's 200 ms interval).
+    for (let i = 0; i < 50 && threads() === idle; i++) await new Promise((r) => setTimeout(r, 50))
+    expect(threads()).toBe(idle + 1)
+    expect((await messages(url, "mg-usage-key")).status).toBe(200)
+    proc.child.kill("SIGTERM")
+    expect(await proc.exited).toBe(0)
+    // Had the thread stopped, the log would have gone back to the loop's connection, with this warning.
+    expect(proc.output).not.toContain("writer thread")
+    const db = new Database(join(cwd, "data", "test.db"), { readonly: true })
+    try {
+      const row = db.prepare("SELECT count(*) AS n FROM mg_usage WHERE status = 200").get() as { n: number }
+      expect(row.n).toBe(41)
+    } finally {
+      db.close()
+    }
   })
 
   it("logs one line per request at its completion, never a key", async () => {
