@@ -9,6 +9,19 @@
 // process.exit so that a `--cpu-prof` profile is flushed.
 
 /**
+ * The answer to `{ type: "cpu", id }`. heap: V8 heap in use; rss: resident set now; peakRss: the process's high-water
+ * mark (getrusage maxrss); bytes.
+ */
+export const cpuSample = (id) => ({
+  type: "cpu",
+  id,
+  usage: process.cpuUsage(),
+  heap: process.memoryUsage().heapUsed,
+  rss: process.memoryUsage.rss(),
+  peakRss: process.resourceUsage().maxRSS * 1024
+})
+
+/**
  * @param {string} name
  * @param {() => Promise<{ url: string, close: () => Promise<void>, calls?: Record<string, (args: unknown) => unknown> }>} start
  */
@@ -34,15 +47,7 @@ export const serveChild = async (name, start) => {
   process.on("message", (message) => {
     switch (message?.type) {
       case "cpu":
-        // heap: V8 heap in use; rss: resident set now; peakRss: the process's high-water mark (getrusage maxrss), bytes
-        process.send({
-          type: "cpu",
-          id: message.id,
-          usage: process.cpuUsage(),
-          heap: process.memoryUsage().heapUsed,
-          rss: process.memoryUsage.rss(),
-          peakRss: process.resourceUsage().maxRSS * 1024
-        })
+        process.send(cpuSample(message.id))
         break
       case "call":
         process.send({ type: "call", id: message.id, value: running?.calls?.[message.name]?.(message.args) })

@@ -9,6 +9,7 @@
 //   parent -> child  { type: "shutdown" }     SIGTERM to itself: the gateway's own graceful shutdown, then exit 0
 import { Server } from "node:net"
 import { isMainThread } from "node:worker_threads"
+import { cpuSample } from "./child.mjs"
 
 // A worker thread started with the process's command line (the default) loads this preload too: it has no server and
 // no IPC channel, and must be left alone (an exit here ended the thread).
@@ -38,14 +39,7 @@ function serve() {
   process.on("message", (message) => {
     switch (message?.type) {
       case "cpu":
-        process.send({
-          type: "cpu",
-          id: message.id,
-          usage: process.cpuUsage(),
-          heap: process.memoryUsage().heapUsed,
-          rss: process.memoryUsage.rss(),
-          peakRss: process.resourceUsage().maxRSS * 1024
-        })
+        process.send(cpuSample(message.id))
         break
       case "call":
         process.send({ type: "call", id: message.id, value: undefined })
