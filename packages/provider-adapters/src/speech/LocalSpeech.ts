@@ -201,7 +201,9 @@ class Pool {
   }
 
   private spawn(): Slot {
-    const worker = new Worker(WORKER_URL)
+    // Not the process's command line: a preload meant for the server (an APM agent's, a benchmark's) has nothing to do
+    // in the engine's thread, and one that exits where it finds no server would end every job at once.
+    const worker = new Worker(WORKER_URL, { execArgv: [] })
     // Workers never keep the process alive: the requests waiting for them do, and the scope stops them.
     worker.unref()
     const slot: Slot = { worker, job: undefined }

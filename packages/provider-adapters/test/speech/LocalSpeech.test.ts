@@ -2,6 +2,7 @@ import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
 import type { Catalogue, Upstream } from "@model-gateway/core"
 import { SpeechReferences } from "@model-gateway/core"
 import { Effect, Either, Exit, Scope } from "effect"
+import { execFile } from "node:child_process"
 import * as EspeakVoices from "../../src/speech/EspeakVoices.js"
 import * as LocalSpeech from "../../src/speech/LocalSpeech.js"
 import { mp3Frames, mp3Seconds, rms, samplesOf } from "../fakes/index.js"
@@ -197,6 +198,40 @@ describe("LocalSpeech (eSpeak NG in worker threads)", () => {
     const started = Date.now()
     await Promise.all([synthesize(call()), synthesize(call()), synthesize(call({ format: "mp3" }))])
     assert.isBelow(Date.now() - started, 10_000)
+  })
+
+  it("runs its engine threads without the process's preloads (one that ends threads)", async () => {
+    // The built package, in a process whose preload ends any thread it runs in: inherited, it ended every job.
+    const built = new URL("../../dist/index.js", import.meta.url).href
+    const preload =
+      "data:text/javascript,import{isMainThread}from'node:worker_threads';if(!isMainThread)process.exit(2)"
+    const script = `import { Effect } from "effect"
+      import { SpeechReferences } from "@model-gateway/core"
+      import { LocalSpeech } from ${JSON.stringify(built)}
+      const call = ${JSON.stringify(call())}
+      call.references = SpeechReferences.NONE
+      const bytes = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+        const engine = yield* LocalSpeech.make({ workers: 1, maxInputChars: 5000 })
+        const audio = yield* engine.speech(call)
+        let total = 0
+        for (;;) {
+          const chunk = yield* audio.pull
+          if (chunk === undefined) return total
+          total += chunk.byteLength
+        }
+      })))
+      console.log(bytes)`
+    const result = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        ["--import", preload, "--input-type=module", "-e", script],
+        { cwd: new URL("../..", import.meta.url).pathname },
+        (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr })
+      )
+    })
+    assert.strictEqual(result.code, 0, result.stderr)
+    // A second of 24 kHz 16-bit PCM at least: the sentence was spoken.
+    assert.isAbove(Number(result.stdout.trim()), 48_000, result.stderr)
   })
 
   it("is speech only: messages are unsupported", async () => {
