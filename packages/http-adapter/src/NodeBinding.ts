@@ -199,16 +199,29 @@ const writePulls = (
 ): Effect.Effect<void> => Effect.scoped(Effect.flatMap(open, (pull) => writeFrames(res, pull)))
 
 /**
- * Writes claimed frames (see `Outcome`'s `claim`), and releases them when done (or interrupted): no scope of its own,
- * whose making, providing and closing cost a stream 39 Effect steps and a copy of the runtime's context. The
- * claim is uninterruptible, so that the release is made sure before an interruption can land.
+ * Writes the head and the claimed frames (see `Outcome`'s `claim`), then releases them and ends the response, when done
+ * or interrupted: no scope of its own, whose making, providing and closing cost a stream 39 Effect steps and a copy of
+ * the runtime's context. The claim is uninterruptible, so that the release is made sure before an interruption can
+ * land; the release and the end are one finalizer (two `ensuring`s cost a stream 14 more Effect steps), and a head that
+ * cannot be written still releases the frames, and so the upstream request.
  */
 const writeClaimed = (
   res: ServerResponse,
+  response: GatewayResponse,
   claim: Effect.Effect<MessagesService.ClaimedFrames>
 ): Effect.Effect<void> =>
   Effect.uninterruptibleMask((restore) =>
-    Effect.flatMap(claim, ({ pull, release }) => Effect.ensuring(restore(writeFrames(res, pull)), release))
+    Effect.flatMap(claim, ({ pull, release }) => {
+      // Not ended when the head was never written: a head that could not be is a defect, answered 500 (`serve`).
+      const done = Effect.zipRight(release, Effect.sync(() => res.headersSent && res.end()))
+      return Effect.matchCauseEffect(
+        restore(Effect.suspend(() => {
+          res.writeHead(response.status, response.headers)
+          return writeFrames(res, pull)
+        })),
+        { onFailure: (cause) => Effect.zipRight(done, Effect.failCause(cause)), onSuccess: () => done }
+      )
+    })
   )
 
 /**
@@ -315,16 +328,17 @@ export const writeResponse = (
       })
     case "Stream": {
       const body = response.body
+      // A committed stream's first pull gives the frames held until its first content at once: the head goes out
+      // with them, in one write, rather than in a write of its own just before.
+      if (body.open !== undefined && body.claim !== undefined) return writeClaimed(res, response, body.claim)
       return Effect.suspend(() => {
         res.writeHead(response.status, response.headers)
         if (body.open === undefined) {
           res.flushHeaders()
           return writeStream(res, body.stream)
         }
-        // A committed stream's first pull gives the frames held until its first content at once: the head goes out
-        // with them, in one write, rather than in a write of its own just before.
-        return body.claim === undefined ? writePulls(res, body.open) : writeClaimed(res, body.claim)
-      }).pipe(Effect.ensuring(Effect.sync(() => res.end())))
+        return writePulls(res, body.open)
+      }).pipe(Effect.ensuring(Effect.sync(() => res.headersSent && res.end())))
     }
     case "Bytes": {
       const open = response.body.open

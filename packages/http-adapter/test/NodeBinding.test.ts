@@ -264,4 +264,84 @@ describe("NodeBinding", () => {
     expect(released).toBe(true)
     expect(endPush).toBeDefined()
   })
+
+  describe("claimed frames (the use cases' streams)", () => {
+    const claimed = (pushing: Effect.Effect<Chunk.Chunk<string> | undefined>, onRelease: () => void) =>
+      Effect.succeed({ pull: pushing, release: Effect.sync(onRelease) })
+
+    it("a client that goes away while they are pushed: the push stops, they are released once", async () => {
+      let releases = 0
+      let written = 0
+      const pushing = Push.pushable(Effect.succeed(Chunk.of("data: first\n\n")), (write) =>
+        Effect.async<void>(() => {
+          const timer = setInterval(() => {
+            if (releases > 0) clearInterval(timer)
+            else write(Chunk.of(`data: ${written++}\n\n`), () => {})
+          }, 10)
+        }))
+      const url = await listen(() =>
+        Effect.succeed({
+          status: 200,
+          headers: { "content-type": "text/event-stream" },
+          body: {
+            _tag: "Stream" as const,
+            stream: Stream.empty,
+            open: Effect.die("the binding claims these frames"),
+            claim: claimed(pushing, () => releases++)
+          }
+        })
+      )
+      const { port } = new URL(url)
+      const received = await new Promise<string>((resolve, reject) => {
+        const req = httpRequest({ host: "127.0.0.1", port, method: "POST", path: "/v1/messages" }, (res) => {
+          let text = ""
+          res.on("data", (d: Buffer) => {
+            text += d.toString()
+            if (text.includes("data: 3\n\n")) {
+              req.destroy()
+              resolve(text)
+            }
+          })
+        })
+        req.on("error", () => {})
+        req.end()
+        setTimeout(() => reject(new Error("no frames")), 5_000)
+      })
+      expect(received.startsWith("data: first\n\ndata: 0\n\n")).toBe(true)
+      for (let i = 0; i < 100 && releases === 0; i++) await new Promise((r) => setTimeout(r, 10))
+      await new Promise((r) => setTimeout(r, 50))
+      expect(releases).toBe(1)
+    })
+
+    it("written whole and released once; a head that cannot be written: released, and answered 500", async () => {
+      let releases = 0
+      const frames = Effect.succeed(Chunk.of("data: only\n\n"))
+      let pulled = false
+      const pull = Effect.suspend(() => (pulled ? Effect.succeed(undefined) : ((pulled = true), frames)))
+      let badHead = false
+      const url = await listen(() =>
+        Effect.succeed({
+          status: 200,
+          headers: { "content-type": "text/event-stream", ...(badHead ? { "x-bad": "a\nb" } : {}) },
+          body: {
+            _tag: "Stream" as const,
+            stream: Stream.empty,
+            open: Effect.die("the binding claims these frames"),
+            claim: claimed(pull, () => releases++)
+          }
+        })
+      )
+      const good = await fetch(`${url}/v1/messages`, { method: "POST", body: "{}" })
+      expect(good.status).toBe(200)
+      expect(await good.text()).toBe("data: only\n\n")
+      expect(releases).toBe(1)
+
+      badHead = true
+      pulled = false
+      const bad = await fetch(`${url}/v1/messages`, { method: "POST", body: "{}" })
+      expect(bad.status).toBe(500)
+      expect(await bad.json()).toMatchObject({ type: "error", error: { type: "api_error" } })
+      expect(releases).toBe(2)
+    })
+  })
 })
