@@ -265,6 +265,19 @@ describe("NodeBinding", () => {
     expect(endPush).toBeDefined()
   })
 
+  it("a stream whose head cannot be written is answered 500, not an empty 200", async () => {
+    const url = await listen(() =>
+      Effect.succeed({
+        status: 200,
+        headers: { "content-type": "text/event-stream", "x-bad": "a\nb" },
+        body: { _tag: "Stream" as const, stream: Stream.empty, open: Effect.succeed(Effect.succeed(undefined)) }
+      })
+    )
+    const response = await fetch(`${url}/v1/messages`, { method: "POST", body: "{}" })
+    expect(response.status).toBe(500)
+    expect(await response.json()).toMatchObject({ type: "error", error: { type: "api_error" } })
+  })
+
   describe("claimed frames (the use cases' streams)", () => {
     const claimed = (pushing: Effect.Effect<Chunk.Chunk<string> | undefined>, onRelease: () => void) =>
       Effect.succeed({ pull: pushing, release: Effect.sync(onRelease) })
