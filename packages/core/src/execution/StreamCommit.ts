@@ -30,7 +30,8 @@ interface Committed<E> {
   readonly attemptStart: number
   /** Owns the attempt's upstream request; closed when the stream ends. */
   readonly scope: Scope.CloseableScope
-  readonly held: ReadonlyArray<E>
+  /** Emptied once written (`framePull`): an open stream no longer holds its first events. */
+  held: ReadonlyArray<E>
   /** The attempt's next events; not to be pulled when `done` (its end event is held already). */
   readonly pull: Pull<E>
   readonly done: boolean
@@ -224,6 +225,11 @@ const framePull = <E>(told: Telling<E>, committed: Committed<E>, state: StreamSt
     return inBand(new GatewayError.InternalError({ message: unfinished }))
   }
   let position: "held" | "upstream" | "end" | "over" = "held"
+  const takeHeld = (): Chunk.Chunk<string> => {
+    const held = committed.held
+    committed.held = []
+    return Chunk.map(Chunk.unsafeFromArray(held), decorate)
+  }
   const next = Effect.match(committed.pull, {
     onFailure: (error) => {
       position = "over"
@@ -239,7 +245,7 @@ const framePull = <E>(told: Telling<E>, committed: Committed<E>, state: StreamSt
     switch (position) {
       case "held":
         position = committed.done ? "end" : "upstream"
-        return Effect.succeed(Chunk.map(Chunk.unsafeFromArray(committed.held), decorate))
+        return Effect.succeed(takeHeld())
       case "upstream":
         return next
       case "end":
@@ -258,7 +264,7 @@ const framePull = <E>(told: Telling<E>, committed: Committed<E>, state: StreamSt
     Effect.suspend(() => {
       if (position === "held") {
         position = committed.done ? "end" : "upstream"
-        write(Chunk.map(Chunk.unsafeFromArray(committed.held), decorate), ignore)
+        write(takeHeld(), ignore)
       }
       if (position !== "upstream") {
         if (position === "end") write(ended(), ignore)

@@ -1,8 +1,24 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Fiber } from "effect"
+import { Chunk, Context, Effect, Fiber } from "effect"
+import { setFlagsFromString } from "node:v8"
+import { runInNewContext } from "node:vm"
+import * as Catalogue from "../../src/catalogue/Catalogue.js"
+import * as MessagesService from "../../src/messages/MessagesService.js"
 import * as SessionAffinity from "../../src/sessions/SessionAffinity.js"
+import { Upstream } from "../../src/upstream/Upstream.js"
 import type { Pull } from "./Fakes.js"
-import { ask, endpoint, failure, gateway, model, pushFrames, readFrames, streamed } from "./Fakes.js"
+import {
+  ask,
+  endpoint,
+  failure,
+  gateway,
+  model,
+  pushFrames,
+  readFrames,
+  requestContext,
+  stores,
+  streamed
+} from "./Fakes.js"
 
 const models = [
   model("a", endpoint("a", "p1")),
@@ -317,5 +333,47 @@ describe("pushed stream frames (the upstream can push, as the transport's stream
       assert.deepStrictEqual(g.upstream.released, ["a@p1"])
       assert.strictEqual(g.stores.usage.length, 1)
       assert.deepInclude(g.stores.usage[0], { endpointId: "a@p1", stream: true, status: 200 })
+    }))
+})
+
+describe("what an open stream holds", () => {
+  it.live("its first events no longer, once they are written", () =>
+    Effect.gen(function*() {
+      setFlagsFromString("--expose-gc")
+      const gc = runInNewContext("gc") as () => void
+      // An upstream whose first read gives the events up to the first content, made then (nothing else holds them),
+      // and whose stream then stays open.
+      let first: WeakRef<object> | undefined
+      let reads = 0
+      const upstream = Context.make(Upstream, {
+        createMessage: () => Effect.die("not streamed"),
+        streamMessage: () =>
+          Effect.succeed(Effect.suspend(() => {
+            if (reads++ > 0) return Effect.never
+            const [lifecycle, deltas] = streamed("msg_a", ["Hel"], 3, 1)
+            const events = [...(lifecycle as ReadonlyArray<object>), ...(deltas as ReadonlyArray<object>)]
+            first = new WeakRef(events[0])
+            return Effect.succeed(Chunk.fromIterable(events) as any)
+          }))
+      })
+      const ports = Context.make(Catalogue.Catalogue, Catalogue.fromSnapshot(Catalogue.makeSnapshot(models))).pipe(
+        Context.merge(upstream),
+        Context.merge(stores().context)
+      )
+      const service = yield* Effect.provide(MessagesService.make(), ports)
+      const outcome = yield* service.create(requestContext(), request())
+      assert.strictEqual(outcome._tag, "Stream")
+      if (outcome._tag !== "Stream" || outcome.claim === undefined) return
+      const { pull, release } = yield* outcome.claim
+      const held = yield* pull
+      assert.strictEqual(held?.length, 4)
+      yield* Effect.promise(async () => {
+        for (let i = 0; i < 3; i++) {
+          gc()
+          await new Promise((resolve) => setTimeout(resolve, 10))
+        }
+      })
+      assert.isUndefined(first?.deref(), "the message_start event is still held")
+      yield* release
     }))
 })
