@@ -11,6 +11,7 @@ import type { Demand, QuotasService, QuotaStatus } from "../limits/Quotas.js"
 import type { UsageLogService } from "../usage/UsageLog.js"
 import * as Charging from "./Charging.js"
 import type { ExecutionResult } from "./Execution.js"
+import { streamOutcome } from "./Outcome.js"
 
 /**
  * Runs `go` once `run` is admitted, with the reservation on the run it is given, and tells the limits' status on its
@@ -42,7 +43,11 @@ export const admitted = <R extends Charging.Requested, A>(
 }
 
 /** An execution's result with the limits' status on its outcome. */
-export const tellResult = <A>(result: ExecutionResult<A>, quota: QuotaStatus): ExecutionResult<A> => ({
-  ...result,
-  outcome: { ...result.outcome, quota }
-})
+export const tellResult = <A>(result: ExecutionResult<A>, quota: QuotaStatus): ExecutionResult<A> => {
+  const outcome = result.outcome
+  return {
+    ...result,
+    // A stream's outcome is made again, not spread: its `frames` getter is its class's (see `streamOutcome`).
+    outcome: outcome._tag === "Stream" ? streamOutcome(outcome.open, outcome.claim, quota) : { ...outcome, quota }
+  }
+}

@@ -53,6 +53,30 @@ export interface ClaimedFrames {
   readonly release: Effect.Effect<void>
 }
 
+/** A streamed outcome (see `Outcome`): its frames as a `Stream` are made only when read. */
+export const streamOutcome = (
+  open: Effect.Effect<FramePull, never, Scope.Scope>,
+  claim: Effect.Effect<ClaimedFrames> | undefined,
+  quota?: QuotaStatus | undefined
+): Outcome => new StreamOutcome(open, claim, quota)
+
+/**
+ * A class, not an object literal with a `frames` getter: V8 makes such a literal in dictionary mode, a property
+ * dictionary of some 450 bytes that every open stream held. Not to be spread (the getter is the prototype's): a copy
+ * with another `quota` is `streamOutcome(open, claim, quota)`.
+ */
+class StreamOutcome {
+  readonly _tag = "Stream" as const
+  constructor(
+    readonly open: Effect.Effect<FramePull, never, Scope.Scope>,
+    readonly claim: Effect.Effect<ClaimedFrames> | undefined,
+    readonly quota: QuotaStatus | undefined
+  ) {}
+  get frames(): Stream.Stream<string> {
+    return framesOf(this.open)
+  }
+}
+
 /** The frames of `open` as a `Stream`: a channel that loops over the pulls. */
 export const framesOf = (open: Effect.Effect<FramePull, never, Scope.Scope>): Stream.Stream<string> =>
   Stream.unwrapScoped(Effect.map(open, (pull) => {

@@ -19,7 +19,7 @@ import { failureStep, outcomeOf, recordAttempt, recordFailedAttempt, successStep
 import * as Charging from "./Charging.js"
 import type { Dialect, FrameContext, FrameDialect, Pull, StreamState } from "./Dialect.js"
 import { type Execution, executionOf, type ExecutionResult, type ExecutorPorts, type Planned } from "./Execution.js"
-import { type FramePull, framesOf, type Outcome } from "./Outcome.js"
+import { type FramePull, streamOutcome } from "./Outcome.js"
 
 /** The attempt that produced content first, with the events it gave until then. */
 interface Committed<E> {
@@ -91,14 +91,7 @@ const told = <A, E>(
   const claim = Effect.succeed({ pull, release: Scope.close(committed.scope, Exit.void) })
   // The frames as a `Stream` are made when asked for: the node binding claims them instead, and a `Stream` made for
   // every answer would be allocated, and held as long as it streams, for nothing.
-  const outcome: Outcome = {
-    _tag: "Stream",
-    open,
-    claim,
-    get frames() {
-      return framesOf(open)
-    }
-  }
+  const outcome = streamOutcome(open, claim)
   return Effect.as(
     Scope.addFinalizer(committed.scope, Effect.suspend(() => recordCommitted(ports, telling, committed, state))),
     { outcome, answer: undefined, charge: undefined }
