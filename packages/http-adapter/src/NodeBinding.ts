@@ -198,6 +198,11 @@ const writePulls = (
   open: Effect.Effect<MessagesService.FramePull, never, Scope.Scope>
 ): Effect.Effect<void> => Effect.scoped(Effect.flatMap(open, (pull) => writeFrames(res, pull)))
 
+/** Ends a response whose head was written; one whose head could not be is a defect, answered 500 by `serve`. */
+const endIfHeaded = (res: ServerResponse): void => {
+  if (res.headersSent) res.end()
+}
+
 /**
  * Writes the head and the claimed frames (see `Outcome`'s `claim`), then releases them and ends the response, when done
  * or interrupted: no scope of its own, whose making, providing and closing cost a stream 39 Effect steps and a copy of
@@ -212,8 +217,7 @@ const writeClaimed = (
 ): Effect.Effect<void> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.flatMap(claim, ({ pull, release }) => {
-      // Not ended when the head was never written: a head that could not be is a defect, answered 500 (`serve`).
-      const done = Effect.zipRight(release, Effect.sync(() => res.headersSent && res.end()))
+      const done = Effect.zipRight(release, Effect.sync(() => endIfHeaded(res)))
       return Effect.matchCauseEffect(
         restore(Effect.suspend(() => {
           res.writeHead(response.status, response.headers)
@@ -338,7 +342,7 @@ export const writeResponse = (
           return writeStream(res, body.stream)
         }
         return writePulls(res, body.open)
-      }).pipe(Effect.ensuring(Effect.sync(() => res.headersSent && res.end())))
+      }).pipe(Effect.ensuring(Effect.sync(() => endIfHeaded(res))))
     }
     case "Bytes": {
       const open = response.body.open
