@@ -4,15 +4,30 @@
 import autocannon from "autocannon"
 import { readFileSync } from "node:fs"
 import { callChild, children, sample } from "./children.mjs"
-import { requestFor } from "./requests.mjs"
+import { answerFormat, requestFor, withCodingSession } from "./requests.mjs"
 
-/** "anthropic-json c32 0ms": what a scenario is called in the output. */
-export const scenarioName = (s) => `${s.provider}-${s.stream ? "stream" : "json"} c${s.connections} ${s.latencyMs}ms`
+/** "anthropic-json c32 0ms" (and " 200KB" with a coding session's body): what a scenario is called in the output. */
+export const scenarioName = (s) =>
+  `${s.provider}-${s.stream ? "stream" : "json"} c${s.connections} ${s.latencyMs}ms${s.bodyKb > 0 ? ` ${s.bodyKb}KB` : ""}`
+
+/** Bodies of coding sessions made once per target kind and scenario kind (each a few hundred KB of JSON). */
+const sessions = new Map()
+
+/** The request of `target` in `scenario`: the fixture's, or with a coding session of `scenario.bodyKb` KB. */
+const requestOf = (target, scenario, upstreamUrl) => {
+  const req = requestFor(target, scenario.provider, scenario.stream, upstreamUrl)
+  if (!(scenario.bodyKb > 0)) return req
+  const key = `${target.name} ${scenario.provider} ${scenario.stream} ${scenario.bodyKb}`
+  if (!sessions.has(key)) {
+    sessions.set(key, withCodingSession(req, scenario.bodyKb, answerFormat(target, scenario.provider)))
+  }
+  return sessions.get(key)
+}
 
 /** One autocannon run; latencies of 2xx answers are kept at full resolution (autocannon's own are whole ms). */
 export const load = (target, scenario, upstreamUrl, duration, connections = scenario.connections) =>
   new Promise((resolve, reject) => {
-    const { path, headers, body } = requestFor(target, scenario.provider, scenario.stream, upstreamUrl)
+    const { path, headers, body } = requestOf(target, scenario, upstreamUrl)
     const latencies = []
     const instance = autocannon({
       url: `${target.url}${path}`,

@@ -10,12 +10,11 @@
 // 8 rounds × BENCH_HANDLER_N + 1).
 // Without a file, the newest profile in bench/.prof is used.
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
-import { SourceMap } from "node:module"
-import { dirname, join, relative, resolve } from "node:path"
+import { dirname, join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
+import { areaOf, describe, isGatewayCode, keyOf, locate } from "./frames.mjs"
 
 const here = dirname(fileURLToPath(import.meta.url))
-const root = resolve(here, "..")
 const args = process.argv.slice(2)
 const topIndex = args.indexOf("--top")
 const TOP = topIndex === -1 ? 25 : Number(args.splice(topIndex, 2)[1])
@@ -55,64 +54,6 @@ for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n
 const hits = new Map()
 for (const id of profile.samples) hits.set(id, (hits.get(id) ?? 0) + 1)
 const msPerSample = (profile.endTime - profile.startTime) / 1000 / profile.samples.length
-
-// ---- source maps -----------------------------------------------------------------------------------
-
-const maps = new Map()
-const mapFor = (path) => {
-  if (maps.has(path)) return maps.get(path)
-  let map
-  try {
-    const payload = JSON.parse(readFileSync(`${path}.map`, "utf8"))
-    map = { map: new SourceMap(payload), dir: dirname(path) }
-  } catch {
-    map = undefined
-  }
-  maps.set(path, map)
-  return map
-}
-
-/** `src/…/File.ts:line` for a dist position (0-based line and column), or the dist position itself. */
-const locate = (url, line, column) => {
-  if (!url) return ""
-  if (!url.startsWith("file://")) return `${url}:${line + 1}`
-  const path = fileURLToPath(url)
-  const shown = (p, l) => `${relative(root, p)}:${l}`
-  if (path.includes("/node_modules/") || !path.endsWith(".js")) return shown(path, line + 1)
-  const m = mapFor(path)
-  const entry = m?.map.findEntry(line, Math.max(0, column))
-  if (entry?.originalSource === undefined) return shown(path, line + 1)
-  const source = entry.originalSource.startsWith("file://")
-    ? fileURLToPath(entry.originalSource)
-    : resolve(m.dir, entry.originalSource)
-  return shown(source, entry.originalLine + 1)
-}
-
-const areaOf = (frame) => {
-  const { url, functionName } = frame
-  if (url === "") {
-    if (functionName === "(garbage collector)") return "GC"
-    if (functionName === "(idle)") return "idle"
-    if (functionName === "(program)") return "(program): V8/native, unattributed"
-    return "native/builtins"
-  }
-  if (url.startsWith("node:")) return "node internals"
-  const path = url.startsWith("file://") ? fileURLToPath(url) : url
-  const nm = path.lastIndexOf("/node_modules/")
-  if (nm !== -1) {
-    const rest = path.slice(nm + "/node_modules/".length).split("/")
-    return rest[0].startsWith("@") ? `${rest[0]}/${rest[1]}` : rest[0]
-  }
-  const inRepo = relative(root, path)
-  const match = /^(packages|examples)\/([^/]+)\//.exec(inRepo)
-  return match ? `gateway: ${match[1]}/${match[2]}` : inRepo
-}
-
-const isGatewayCode = (frame) => areaOf(frame).startsWith("gateway:")
-
-const keyOf = (frame) => `${frame.functionName || "(anonymous)"}\u0000${frame.url}\u0000${frame.lineNumber}`
-const describe = (frame) =>
-  `${frame.functionName || "(anonymous)"}  ${locate(frame.url, frame.lineNumber, frame.columnNumber)}`
 
 // ---- aggregate -------------------------------------------------------------------------------------
 

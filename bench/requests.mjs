@@ -68,3 +68,73 @@ export const withConversation = (req, kb) => {
   const messages = Array.from({ length: turns }, (_, i) => ({ role: i % 2 === 0 ? "user" : "assistant", content: turn(i) }))
   return { ...req, body: JSON.stringify({ ...body, messages: [...messages, ...body.messages] }) }
 }
+
+/**
+ * `req` with the context of a coding agent's session of about `kb` KB before the fixture's question, as Claude Code
+ * sends with every turn: a system prompt and 16 tool definitions with JSON schemas, then turns of tool calls (the
+ * assistant's thinking, text and `tool_use`; the user's `tool_result` with the tool's output), in the format of the
+ * protocol the target speaks: Anthropic's content blocks, or OpenAI's `tool_calls` and `tool` messages.
+ */
+export const withCodingSession = (req, kb, format) => {
+  const body = JSON.parse(req.body)
+  const question = body.messages.at(-1).content
+  const output = (i) =>
+    Array.from({ length: 60 }, (_, n) => `src/module${i}/file${n}.ts:${n + 1}: export const value${n} = ${n}`).join("\n")
+  const tools = Array.from({ length: 16 }, (_, i) => ({
+    name: `tool_${i}`,
+    description: `Runs tool ${i} on the workspace. `.repeat(6),
+    schema: {
+      type: "object",
+      properties: { path: { type: "string", description: "A path in the workspace" }, limit: { type: "integer" } },
+      required: ["path"]
+    }
+  }))
+  const system = "You are a coding agent working in a repository. Follow the user's instructions. ".repeat(20)
+  const id = (i) => `toolu_${String(i).padStart(20, "0")}`
+  const args = (i) => ({ path: `src/module${i}`, limit: 60 })
+  const start = "Look at the modules one by one."
+  const openAi = format === "openai"
+  const messages = openAi ? [{ role: "system", content: system }, { role: "user", content: start }] : [
+    { role: "user", content: [{ type: "text", text: start }] }
+  ]
+  const shaped = () =>
+    openAi
+      ? {
+        ...body,
+        tools: tools.map((t) => ({
+          type: "function",
+          function: { name: t.name, description: t.description, parameters: t.schema }
+        })),
+        messages: [...messages, { role: "user", content: question }]
+      }
+      : {
+        ...body,
+        system: [{ type: "text", text: system, cache_control: { type: "ephemeral" } }],
+        tools: tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.schema })),
+        messages: messages.map((m, i) =>
+          i < messages.length - 1 ? m : {
+            ...m,
+            content: [...m.content, { type: "text", text: question, cache_control: { type: "ephemeral" } }]
+          }
+        )
+      }
+  for (let i = 0; JSON.stringify(shaped()).length < kb * 1024; i++) {
+    if (openAi) {
+      messages.push({
+        role: "assistant",
+        content: `I will read src/module${i}.`,
+        tool_calls: [{ id: id(i), type: "function", function: { name: "tool_1", arguments: JSON.stringify(args(i)) } }]
+      }, { role: "tool", tool_call_id: id(i), content: output(i) })
+    } else {
+      messages.push({
+        role: "assistant",
+        content: [
+          { type: "thinking", thinking: `Module ${i} next; reading it first.`, signature: "c2lnbmF0dXJl".repeat(8) },
+          { type: "text", text: `I will read src/module${i}.` },
+          { type: "tool_use", id: id(i), name: "tool_1", input: args(i) }
+        ]
+      }, { role: "user", content: [{ type: "tool_result", tool_use_id: id(i), content: [{ type: "text", text: output(i) }] }] })
+    }
+  }
+  return { ...req, body: JSON.stringify(shaped()) }
+}

@@ -71,7 +71,7 @@ const startTargets = async (upstream, notes) => {
     else portkeyMain = installed.main
   }
   const started = await Promise.all([
-    want("proxy") ? startChild("proxy", "proxy.mjs", env, profileArgs("proxy")) : undefined,
+    want("proxy") ? startChild("proxy", "proxy.mjs", env, [...S.nodeArgs("BENCH_PROXY_ARGS"), ...profileArgs("proxy")]) : undefined,
     want("proxy-undici") ? startChild("proxy-undici", "proxy-undici.mjs", env, profileArgs("proxy-undici")) : undefined,
     startGateway("gateway", resolvePath(here, ".."), await configFor(upstream, "gateway"), [
       ...S.nodeArgs("BENCH_GATEWAY_ARGS"),

@@ -51,11 +51,14 @@ export const SCENARIOS = [...KNOWN].filter((s) => requested.includes(s))
 export const BATCHES = SCENARIOS.includes("batches")
 export const has = (probe) => SCENARIOS.includes(probe)
 
+/** The load scenarios' requests: 0, the fixture's one-line message; else a coding agent's session of about this many KB. */
+export const BODY_KB = Math.round(numberFromEnv("BENCH_BODY_KB", 0, { allowZero: true }))
+
 /** The load scenarios: provider x streamed or not x latency x connections, in the order they run. */
 export const LOAD_SCENARIOS = LOAD.filter((s) => SCENARIOS.includes(s)).flatMap((s) => {
   const [provider, kind] = s.split("-")
   return LATENCIES.flatMap((latencyMs) =>
-    CONNECTIONS.map((connections) => ({ provider, stream: kind === "stream", connections, latencyMs }))
+    CONNECTIONS.map((connections) => ({ provider, stream: kind === "stream", connections, latencyMs, bodyKb: BODY_KB }))
   )
 })
 
