@@ -5,7 +5,7 @@
  * route's family. A request it refuses before any handler runs is recorded in the usage log here; a request that
  * reached a handler is recorded by its use case.
  */
-import { GatewayError, Keys, UsageLog } from "@model-gateway/core"
+import { GatewayError, JsonSource, Keys, UsageLog } from "@model-gateway/core"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -21,9 +21,23 @@ import * as RouteTable from "./RouteTable.js"
 /** What the dispatcher itself needs, besides its routes' requirements. */
 export type Requirements = Keys.Keys | UsageLog.UsageLog
 
+/** Refuses what is not UTF-8: a body whose text is exactly its bytes can be forwarded as those bytes (`JsonSource`). */
+const strictDecoder = new TextDecoder("utf-8", { fatal: true })
+/** A body that is not UTF-8 is still read as JSON parses it elsewhere: each bad sequence a replacement character. */
 const decoder = new TextDecoder()
 
-/** A JSON request body, parsed; a clear 400 for the wrong content type or malformed JSON. */
+const decode = (bytes: Uint8Array): { readonly text: string; readonly exact: boolean } => {
+  try {
+    return { text: strictDecoder.decode(bytes), exact: true }
+  } catch {
+    return { text: decoder.decode(bytes), exact: false }
+  }
+}
+
+/**
+ * A JSON request body, parsed; a clear 400 for the wrong content type or malformed JSON. An object's bytes are recorded
+ * as its source (`JsonSource`): the body forwarded upstream is then spliced from them rather than serialised again.
+ */
 export const jsonBodyOf = (
   request: GatewayRequest,
   bytes: Uint8Array
@@ -37,7 +51,12 @@ export const jsonBodyOf = (
     )
   }
   try {
-    return Either.right(JSON.parse(decoder.decode(bytes)) as unknown)
+    const { exact, text } = decode(bytes)
+    const parsed: unknown = JSON.parse(text)
+    if (exact && typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) {
+      JsonSource.record(parsed, bytes)
+    }
+    return Either.right(parsed)
   } catch (e) {
     return Either.left(
       new GatewayError.InvalidRequest({ message: `Malformed JSON in request body: ${(e as Error).message}` })

@@ -407,6 +407,45 @@ describe("forwarding", () => {
     expect(received.headers["anthropic-beta"]).toBe("fancy-2026-01-01")
     expect(received.headers["x-api-key"]).toBe("sk-upstream-anthropic")
   })
+
+  // A coding agent's conversation is sent as its bytes, not serialised again (JsonBody): what the gateway did not
+  // change arrives exactly as the client wrote it, its spacing and number forms included.
+  const conversation = `[{"role":"user","content":[{"type":"text","text":"Fix the bug \\u2014 \\"quickly\\" ✓"}]},\n` +
+    `    {"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"read","input":{"path":"a.ts"}}]},\n` +
+    `    {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":${
+      JSON.stringify("x".repeat(6000))
+    }}]}]`
+  const codingBody = (stream: boolean) =>
+    `{\n  "model": "anthro/claude",\n  "models": ["anthro/backup"],\n  "max_tokens": 32000,\n` +
+    `  "temperature": 1.0,\n  "metadata": {"user_id": "u-1"},\n  "future_field": {"big": 12345678901234567890},\n` +
+    `  "messages": ${conversation},\n  "session_id": "s-1",\n  "stream": ${stream}\n}`
+
+  it.each([false, true])(
+    "sends a large body as the client wrote it, but for the gateway's changes (stream %s)",
+    async (stream) => {
+      h.anthropic.script({ kind: "status", status: 529 })
+      const response = await post(h, codingBody(stream))
+      expect(response.status).toBe(200)
+      await response.text()
+      const [first, second] = h.anthropic.requests.slice(-2)
+      // The first attempt is written from the client's bytes; a fallback's may be serialised (the bytes are held
+      // weakly, and it comes later), so that it means the same is what counts.
+      expect(first!.text).toContain(`"messages": ${conversation}`)
+      expect(first!.text).toContain(`"temperature": 1.0`)
+      expect(first!.text).toContain(`"future_field": {"big": 12345678901234567890}`)
+      expect(second!.body.messages).toEqual(JSON.parse(conversation))
+      for (const [received, model] of [[first!, "claude-fake-1"], [second!, "claude-backup"]] as const) {
+        expect(received.body.temperature).toBe(1)
+        expect(received.body.model).toBe(model)
+        expect(received.body.stream).toBe(stream)
+        expect(received.body.max_tokens).toBe(32000)
+        expect(received.body.messages[0].content[0].text).toBe("Fix the bug — \"quickly\" ✓")
+        expect(received.body).not.toHaveProperty("models")
+        expect(received.body).not.toHaveProperty("session_id")
+        expect(received.headers["content-length"]).toBe(String(Buffer.byteLength(received.text)))
+      }
+    }
+  )
 })
 
 describe("forwarding a __proto__ field", () => {

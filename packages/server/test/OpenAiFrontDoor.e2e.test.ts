@@ -124,6 +124,30 @@ describe("pass-through to an OpenAI-compatible endpoint", () => {
     expect(sent).not.toHaveProperty("session_id")
     expect(sent).not.toHaveProperty("provider")
   })
+
+  it.each([false, true])(
+    "sends a large body as the client wrote it, but for the gateway's changes (stream %s)",
+    async (stream) => {
+      const messages = `[{"role": "system", "content": "Be brief ✓"},\n  {"role": "user", "content": ${
+        JSON.stringify("y".repeat(6000))
+      }}]`
+      const response = await fetch(`${h.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` },
+        body: `{"model": "acme/gpt", "max_completion_tokens": 30, "temperature": 1.0, "session_id": "s-1",` +
+          ` "messages": ${messages}, "stream": ${stream}}`
+      })
+      expect(response.status).toBe(200)
+      await response.text()
+      const sent = h.openai.requests.at(-1)!
+      expect(sent.text).toContain(`"messages": ${messages}`)
+      expect(sent.text).toContain(`"temperature": 1.0`)
+      expect(sent.body).toMatchObject({ model: "gpt-fake-1", max_tokens: 30, stream })
+      expect(sent.body).not.toHaveProperty("max_completion_tokens")
+      expect(sent.body).not.toHaveProperty("session_id")
+      if (stream) expect(sent.body.stream_options).toEqual({ include_usage: true })
+    }
+  )
 })
 
 describe("@openrouter/sdk chat.send", () => {

@@ -12,11 +12,15 @@ import * as GatewayFields from "../routing/GatewayFields.js"
 import type { Attempt, PipelineStep, Requirements } from "../routing/RoutePlanner.js"
 import type { EventPull, ForwardHeaders, MessagesCall, UpstreamService } from "../upstream/Upstream.js"
 import { UpstreamError } from "../upstream/Upstream.js"
+import * as JsonSource from "./JsonSource.js"
 import type * as MessagesRequest from "./MessagesRequest.js"
 import type { JsonObject, Message } from "./Wire.js"
 import { withField } from "./Wire.js"
 
-/** The body an Anthropic-protocol upstream receives: the client's, less gateway fields, `user` mapped to metadata. */
+/**
+ * The body an Anthropic-protocol upstream receives: the client's, less gateway fields, `user` mapped to metadata. It
+ * carries the client's JSON text, if recorded (see `JsonSource`).
+ */
 export const forwardBody = (body: JsonObject): JsonObject => {
   // Copied key by key rather than spread and `delete`d: a `delete` turns the object into a slow dictionary.
   const out: JsonObject = {}
@@ -30,7 +34,7 @@ export const forwardBody = (body: JsonObject): JsonObject => {
   if (typeof body.user === "string" && (body.metadata === undefined || body.metadata === null)) {
     out.metadata = { user_id: body.user }
   }
-  return out
+  return JsonSource.derive(out, body)
 }
 
 const hasBlock = (messages: unknown, kind: string): boolean => {

@@ -4,6 +4,7 @@
  */
 
 import * as Predicate from "effect/Predicate"
+import * as JsonSource from "./JsonSource.js"
 
 /** A JSON object as parsed from the wire. */
 export type JsonObject = { [key: string]: unknown }
@@ -36,10 +37,14 @@ export interface Message {
 /**
  * `{ ...body, [key]: value }`, fast: with Object.assign when it can, because a spread object given a key it lacked is
  * slow on V8 11 (Node 20; see docs/benchmarks.md). A body with an own `__proto__` key (JSON.parse makes one) takes
- * the spread, which copies that key as a field where Object.assign would set the prototype.
+ * the spread, which copies that key as a field where Object.assign would set the prototype. The copy carries the
+ * body's JSON text, if it has one (see `JsonSource`).
  */
 export const withField = (body: JsonObject, key: string, value: unknown): JsonObject =>
-  Object.hasOwn(body, "__proto__") ? { ...body, [key]: value } : Object.assign({}, body, { [key]: value })
+  JsonSource.derive(
+    Object.hasOwn(body, "__proto__") ? { ...body, [key]: value } : Object.assign({}, body, { [key]: value }),
+    body
+  )
 
 /** One server-sent event of a messages stream: the SSE event name equals `type`. */
 export interface StreamEvent {

@@ -4,6 +4,7 @@
  * plugins add to the system prompt, and the conversation the router and moderation plugins read.
  */
 import * as Predicate from "effect/Predicate"
+import * as JsonSource from "../messages/JsonSource.js"
 import type { JsonObject } from "../messages/Wire.js"
 import * as GatewayFields from "../routing/GatewayFields.js"
 import type { Requirements } from "../routing/RoutePlanner.js"
@@ -15,7 +16,7 @@ const STRIPPED = new Set([...GatewayFields.names].filter((name) => name !== "use
 /**
  * The body an endpoint receives: the client's less the gateway's fields, with the endpoint's model id, and for a
  * chat stream `stream_options.include_usage` (the gateway bills the usage; a client that did not ask for it does
- * not get the usage chunk).
+ * not get the usage chunk). It carries the client's JSON text, if recorded (see `JsonSource`).
  */
 export const forwardBody = (api: OpenAiApi, body: JsonObject, stream: boolean): JsonObject => {
   const out: JsonObject = {}
@@ -30,7 +31,7 @@ export const forwardBody = (api: OpenAiApi, body: JsonObject, stream: boolean): 
       include_usage: true
     })
   }
-  return out
+  return JsonSource.derive(out, body)
 }
 
 /** The client asked for the usage chunk of a chat stream. */

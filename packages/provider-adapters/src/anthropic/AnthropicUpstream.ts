@@ -7,6 +7,7 @@ import { Wire } from "@model-gateway/core"
 import { Upstream } from "@model-gateway/core"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
+import * as JsonBody from "../internal/JsonBody.js"
 import type { EventDecoder, Timeouts } from "../internal/Transport.js"
 import { openEventStream, postJson, scopedTransport } from "../internal/Transport.js"
 import * as AnthropicChat from "./AnthropicChat.js"
@@ -123,7 +124,7 @@ export const make = (options: AnthropicOptions): Effect.Effect<Upstream.Upstream
       postJson(transport, {
         url,
         headers: headersFor(call, false),
-        body: () => JSON.stringify(Wire.withField(call.body, "stream", false)),
+        body: () => JsonBody.encode(Wire.withField(call.body, "stream", false)),
         stream: false,
         describeError,
         check: checkMessage
@@ -134,7 +135,7 @@ export const make = (options: AnthropicOptions): Effect.Effect<Upstream.Upstream
       openEventStream(transport, {
         url,
         headers: headersFor(call, true),
-        body: JSON.stringify(Wire.withField(call.body, "stream", true)),
+        body: JsonBody.encode(Wire.withField(call.body, "stream", true)),
         stream: true,
         describeError
       }, eventDecoder(call.passThrough === true))
@@ -145,7 +146,7 @@ export const make = (options: AnthropicOptions): Effect.Effect<Upstream.Upstream
         postJson(transport, {
           url: countUrl,
           headers: headersFor(call, false),
-          body: () => JSON.stringify(call.body),
+          body: () => JsonBody.encode(call.body),
           stream: false,
           describeError,
           check: checkCount

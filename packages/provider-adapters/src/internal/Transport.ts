@@ -76,7 +76,7 @@ export interface HttpCall extends ErrorSource {
    * that sends a call (and keeps the call) lives as long as its answer is awaited, the upstream's whole latency, and a
    * prompt's text is often hundreds of KB. What it reads (the parsed request) is kept anyway, for a fallback.
    */
-  readonly body: string | (() => string)
+  readonly body: HttpClient.Body | (() => HttpClient.Body)
   readonly stream: boolean
   /**
    * Checks a parsed successful answer (JSON answers only): a returned error fails the call. Done in the transport's
@@ -99,7 +99,7 @@ const dispatch = (transport: Transport, call: HttpCall, handler: HttpClient.Hand
   const { timeouts } = transport
   HttpClient.post(transport.pool, target, {
     headers: call.headers,
-    body: typeof call.body === "string" ? call.body : call.body(),
+    body: typeof call.body === "function" ? call.body() : call.body,
     connectMs: timeouts.connectMs,
     headersMs: call.stream ? timeouts.firstByteMs : timeouts.requestMs,
     bodyMs: call.stream ? timeouts.idleMs : timeouts.requestMs

@@ -3,10 +3,11 @@
  * stripped, the model id the endpoint's) is sent as it is, and the answer comes back as it is, JSON or each event's
  * parsed `data` as it arrives. Only the output-cap field is renamed when the endpoint takes the other one.
  */
-import { Upstream } from "@model-gateway/core"
+import { JsonSource, Upstream } from "@model-gateway/core"
 import type { Wire } from "@model-gateway/core"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
+import * as JsonBody from "../internal/JsonBody.js"
 import type { Transport } from "../internal/Transport.js"
 import { openEventStream, postJson } from "../internal/Transport.js"
 import * as OpenAiTranslate from "./OpenAiTranslate.js"
@@ -38,7 +39,7 @@ const capField = (call: Upstream.OpenAiCall, field: "max_tokens" | "max_completi
   if (body[other] === undefined || body[want] !== undefined) return body
   const out: Wire.JsonObject = {}
   for (const key of Object.keys(body)) out[key === other ? want : key] = body[key]
-  return out
+  return JsonSource.derive(out, body)
 }
 
 /** A failed Responses stream (`response.failed`, an `error` event), classified like an HTTP error. */
@@ -60,7 +61,7 @@ export const make = (transport: Transport, options: PassThroughOptions) => {
     postJson(transport, {
       url: urlOf(call),
       headers: options.headers,
-      body: () => JSON.stringify(capField(call, options.maxTokensField)),
+      body: () => JsonBody.encode(capField(call, options.maxTokensField)),
       stream: false,
       describeError
     }) as Effect.Effect<Wire.JsonObject, Upstream.UpstreamError>
@@ -72,7 +73,7 @@ export const make = (transport: Transport, options: PassThroughOptions) => {
     return openEventStream(transport, {
       url: urlOf(call),
       headers: options.streamHeaders,
-      body: JSON.stringify(capField(call, options.maxTokensField)),
+      body: JsonBody.encode(capField(call, options.maxTokensField)),
       stream: true,
       describeError
     }, {

@@ -8,6 +8,7 @@ import { Upstream } from "@model-gateway/core"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type * as Scope from "effect/Scope"
+import * as JsonBody from "../internal/JsonBody.js"
 import type { Timeouts } from "../internal/Transport.js"
 import { openEventStream, postJson, scopedTransport } from "../internal/Transport.js"
 import * as ChunkShortcut from "./ChunkShortcut.js"
@@ -82,7 +83,7 @@ export const make = (options: OpenAiOptions): Effect.Effect<Upstream.UpstreamSer
       Effect.flatMap(
         translate(call, false),
         (body) =>
-          postJson(transport, { url, headers, body: () => JSON.stringify(body), stream: false, describeError }).pipe(
+          postJson(transport, { url, headers, body: () => JsonBody.encode(body), stream: false, describeError }).pipe(
             Effect.flatMap((json) =>
               OpenAiTranslate.fromChatCompletion(json as Wire.JsonObject, call.endpoint.upstreamModel)
             )
@@ -104,7 +105,7 @@ export const make = (options: OpenAiOptions): Effect.Effect<Upstream.UpstreamSer
         return openEventStream(transport, {
           url,
           headers: streamHeaders,
-          body: JSON.stringify(body),
+          body: JsonBody.encode(body),
           stream: true,
           describeError
         }, {

@@ -54,12 +54,13 @@ export type Reply =
   )
   & { readonly usage?: ReplyUsage; readonly stopReason?: string }
 
-/** One request as received by a fake. `body` is the parsed JSON (the raw text when it was not JSON). */
+/** One request as received by a fake. `body` is the parsed JSON (the raw text when it was not JSON), `text` the text. */
 export interface RecordedRequest {
   readonly method: string
   readonly path: string
   readonly headers: Record<string, string | string[] | undefined>
   readonly body: any
+  readonly text: string
 }
 
 /** A running fake provider: a real HTTP server on 127.0.0.1 with fault knobs. */
@@ -332,7 +333,8 @@ export const startFake = async (protocol: Protocol, options: FakeUpstreamOptions
       method: req.method ?? "GET",
       path: url.pathname,
       headers: { ...req.headers },
-      body: parsed.value
+      body: parsed.value,
+      text: raw
     }
     requests.push(recorded)
     const requestId = protocol.requestId(ids)
