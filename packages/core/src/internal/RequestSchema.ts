@@ -66,6 +66,24 @@ const dispatch = <A, I>(
     encode: (...schemas) => make(schemas.map((schema) => ParseResult.encodeUnknownEither(schema)))
   }, { description }) as any
 
+/**
+ * `schema`, with a plain check of its common shapes first: an input the check accepts is its own decoded value (no
+ * copy is made, and its unknown keys stay); any other input is decoded by `schema`, which accepts it or names what is
+ * wrong. `accepts` must accept nothing `schema` refuses (it may refuse what `schema` accepts: that is only slower). Effect's
+ * decoding copies every object it checks, some 1 µs each: for a coding agent's conversation of a few hundred blocks,
+ * most of the request's validation (docs/benchmarks.md, "a coding agent's requests").
+ */
+export const withFastPath = <S extends AnySchema>(
+  schema: S,
+  accepts: (input: unknown) => boolean,
+  description: string
+): Schema.Schema<Schema.Schema.Type<S>, Schema.Schema.Encoded<S>> =>
+  dispatch(
+    [schema],
+    ([parser]) => (input, options) => accepts(input) ? Either.right(input) : parser(input, options),
+    description
+  )
+
 type ShapeCases = { readonly [K in JsonShape]?: AnySchema }
 
 /** One schema per JSON shape (string, array, object, ...): `oneOf({ string: ..., array: ... }, "a string or ...")`. */

@@ -27,9 +27,11 @@ import {
   tagged,
   toInvalidRequest,
   tooDeep,
-  tooDeepError
+  tooDeepError,
+  withFastPath
 } from "../internal/RequestSchema.js"
 import * as GatewayFields from "../routing/GatewayFields.js"
+import { isPlainMessage } from "./PlainMessages.js"
 
 // -----------------------------------------------------------------------------
 // cache control
@@ -225,7 +227,8 @@ export const ContentBlock: Schema.Schema<ContentBlock> = contentBlockSchema
 // messages (2.1.1)
 // -----------------------------------------------------------------------------
 
-const messageSchema = object({
+/** A message as its schema alone checks it: what `PlainMessages` must never be more lenient than (its test). */
+export const CheckedMessage = object({
   role: literal("user", "assistant", "system"),
   content: oneOf(
     { string: Str, array: Schema.Array(ContentBlock) },
@@ -234,6 +237,9 @@ const messageSchema = object({
   clear_at: optional(AnyObject),
   output_config: optional(AnyObject)
 }, "a message object")
+
+/** A message; one of the common shapes (`PlainMessages`) is taken as it is, without the schema's copy. */
+const messageSchema = withFastPath(CheckedMessage, isPlainMessage, "a message object")
 /** One conversation turn. */
 export interface Message extends Schema.Schema.Type<typeof messageSchema> {}
 /** One conversation turn. */
