@@ -26,13 +26,13 @@ const all = (items: ReadonlyArray<unknown>, check: (item: unknown) => boolean): 
   return true
 }
 
+const isBoolean = (u: unknown): boolean => typeof u === "boolean"
+
+const cacheControlValue = (c: unknown): boolean =>
+  c === null || (isRecord(c) && c.type === "ephemeral" && absentOr(c, "ttl", isString))
+
 /** `cache_control`: absent, null, or `{ type: "ephemeral", ttl?: string }`. */
-const cacheControl = (block: Fields): boolean =>
-  absentOr(
-    block,
-    "cache_control",
-    (c) => c === null || (isRecord(c) && c.type === "ephemeral" && absentOr(c, "ttl", isString))
-  )
+const cacheControl = (block: Fields): boolean => absentOr(block, "cache_control", cacheControlValue)
 
 const imageSource = (source: unknown): boolean => {
   if (!isRecord(source)) return false
@@ -75,7 +75,7 @@ const block = (b: unknown): boolean => {
       return isString(b.id) && isString(b.name) && cacheControl(b)
     case "tool_result":
       return isString(b.tool_use_id) && absentOr(b, "content", toolResultContent) &&
-        absentOr(b, "is_error", (e) => typeof e === "boolean") && cacheControl(b)
+        absentOr(b, "is_error", isBoolean) && cacheControl(b)
     case "thinking":
       return isString(b.thinking) && isString(b.signature)
     case "redacted_thinking":
