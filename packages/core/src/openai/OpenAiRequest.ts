@@ -22,7 +22,8 @@ import {
   Str,
   toInvalidRequest,
   tooDeep,
-  tooDeepError
+  tooDeepError,
+  withFastPath
 } from "../internal/RequestSchema.js"
 import * as GatewayFields from "../routing/GatewayFields.js"
 import type { OpenAiApi } from "../upstream/Upstream.js"
@@ -32,10 +33,32 @@ const Content = optional(nullable(oneOf({
   array: arrayOf(AnyObject, "an array of content parts")
 }, "a string or an array of content parts")))
 
-const ChatMessage = object({
+/** A chat message as its schema alone checks it (the test of `isPlainChatMessage` compares the two). */
+export const CheckedChatMessage = object({
   role: literal("system", "developer", "user", "assistant", "tool", "function"),
   content: Content
 }, "a message object")
+
+const ROLES = new Set<unknown>(["system", "developer", "user", "assistant", "tool", "function"])
+
+const isRecord = (u: unknown): boolean => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/**
+ * What `CheckedChatMessage` accepts, checked with plain code: a message that passes is taken as it is, without the
+ * schema's copy (a coding agent's conversation has hundreds); one that does not goes through the schema, which names
+ * what is wrong.
+ */
+export const isPlainChatMessage = (m: unknown): boolean => {
+  if (!isRecord(m) || !ROLES.has((m as { role?: unknown }).role)) return false
+  const content = (m as { content?: unknown }).content
+  if (content === undefined) return !Object.hasOwn(m as object, "content")
+  if (content === null || typeof content === "string") return true
+  if (!Array.isArray(content)) return false
+  for (let i = 0; i < content.length; i++) if (!isRecord(content[i])) return false
+  return true
+}
+
+const ChatMessage = withFastPath(CheckedChatMessage, isPlainChatMessage, "a message object")
 
 const chatSchema = Schema.Struct({
   model: Str,
