@@ -7,10 +7,12 @@
  * So this check must accept nothing `MessagesRequest`'s schema refuses: it mirrors the schemas of the blocks it knows,
  * field by field, and refuses (leaves to the schema) anything else. A property test keeps the two in step.
  */
+import * as Predicate from "effect/Predicate"
 
 type Fields = { readonly [key: string]: unknown }
 
-const isRecord = (u: unknown): u is Fields => typeof u === "object" && u !== null && !Array.isArray(u)
+/** An object, not an array (what the schemas' `object` and `AnyObject` take). */
+const isRecord: (u: unknown) => u is Fields = Predicate.isRecord
 
 /** An optional field (`optional(...)`, exact): absent, or present and passing `check`. */
 const absentOr = (o: Fields, key: string, check: (value: unknown) => boolean): boolean => {

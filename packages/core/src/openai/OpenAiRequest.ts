@@ -6,6 +6,7 @@
  */
 import type * as Either from "effect/Either"
 import * as E from "effect/Either"
+import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import type { InvalidRequest } from "../errors/GatewayError.js"
 import {
@@ -41,20 +42,18 @@ export const CheckedChatMessage = object({
 
 const ROLES = new Set<unknown>(["system", "developer", "user", "assistant", "tool", "function"])
 
-const isRecord = (u: unknown): boolean => typeof u === "object" && u !== null && !Array.isArray(u)
-
 /**
  * What `CheckedChatMessage` accepts, checked with plain code: a message that passes is taken as it is, without the
  * schema's copy (a coding agent's conversation has hundreds); one that does not goes through the schema, which names
  * what is wrong.
  */
 export const isPlainChatMessage = (m: unknown): boolean => {
-  if (!isRecord(m) || !ROLES.has((m as { role?: unknown }).role)) return false
-  const content = (m as { content?: unknown }).content
-  if (content === undefined) return !Object.hasOwn(m as object, "content")
+  if (!Predicate.isRecord(m) || !ROLES.has(m.role)) return false
+  const content = m.content
+  if (content === undefined) return !Object.hasOwn(m, "content")
   if (content === null || typeof content === "string") return true
   if (!Array.isArray(content)) return false
-  for (let i = 0; i < content.length; i++) if (!isRecord(content[i])) return false
+  for (let i = 0; i < content.length; i++) if (!Predicate.isRecord(content[i])) return false
   return true
 }
 
