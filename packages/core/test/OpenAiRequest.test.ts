@@ -6,23 +6,12 @@ import { assert, describe, it } from "@effect/vitest"
 import { Either, Schema } from "effect"
 import * as fc from "fast-check"
 import { CheckedChatMessage, isPlainChatMessage, validate } from "../src/openai/OpenAiRequest.js"
-
-const anyValue = fc.oneof(
-  fc.string({ maxLength: 3 }),
-  fc.integer(),
-  fc.boolean(),
-  fc.constant(null),
-  fc.constant(undefined),
-  fc.constant({}),
-  fc.constant([])
-)
-
-const ABSENT = Symbol("absent")
+import { ABSENT, anyValue, fields } from "./JsonArbitraries.js"
 
 const message = fc.oneof(
   { arbitrary: anyValue, weight: 1 },
   {
-    arbitrary: fc.record({
+    arbitrary: fields({
       role: fc.oneof(
         fc.constantFrom("system", "developer", "user", "assistant", "tool", "function", "robot"),
         anyValue
@@ -33,10 +22,6 @@ const message = fc.oneof(
         fc.array(fc.oneof(fc.record({ type: fc.constant("text"), text: fc.string() }), anyValue), { maxLength: 3 })
       ),
       name: fc.oneof(fc.constant(ABSENT), anyValue)
-    }).map((o) => {
-      const out: Record<string, unknown> = {}
-      for (const [key, value] of Object.entries(o)) if (value !== ABSENT) out[key] = value
-      return out
     }),
     weight: 8
   }

@@ -8,36 +8,23 @@ import { Either, Schema } from "effect"
 import * as fc from "fast-check"
 import { CheckedMessage, validate } from "../../src/messages/MessagesRequest.js"
 import { isPlainMessage } from "../../src/messages/PlainMessages.js"
+import * as Json from "../JsonArbitraries.js"
 
 const schemaAccepts = (message: unknown): boolean => Either.isRight(Schema.decodeUnknownEither(CheckedMessage)(message))
 
-/** Values of every JSON kind, and of the kinds the schemas ask for, to put in any field. */
+/** Values of every kind, and of the kinds the schemas ask for, to put in any field. */
 const anyValue = fc.oneof(
-  fc.string({ maxLength: 3 }),
-  fc.integer(),
-  fc.boolean(),
-  fc.constant(null),
-  fc.constant(undefined),
-  fc.constant({}),
-  fc.constant([]),
+  Json.anyValue,
   fc.constantFrom("ephemeral", "text", "image", "base64", "url", "user", "assistant", "system")
 )
 
-const ABSENT = Symbol("absent")
+const { ABSENT, fields } = Json
 
 /** Mostly `valid`, sometimes absent, sometimes any value: so that plain messages are common, and near misses too. */
 const mostly = <A>(valid: fc.Arbitrary<A>) =>
   fc.oneof({ arbitrary: valid, weight: 12 }, { arbitrary: fc.constant(ABSENT), weight: 1 }, {
     arbitrary: anyValue,
     weight: 1
-  })
-
-/** An object of these fields, those drawn `ABSENT` left out. */
-const fields = (shape: Record<string, fc.Arbitrary<unknown>>) =>
-  fc.record(shape).map((o) => {
-    const out: Record<string, unknown> = {}
-    for (const [key, value] of Object.entries(o)) if (value !== ABSENT) out[key] = value
-    return out
   })
 
 const str = fc.string({ maxLength: 3 })
