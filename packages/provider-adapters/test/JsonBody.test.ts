@@ -81,6 +81,21 @@ describe("JsonBody.encode", () => {
     expect(JSON.parse(textOf(large))).toEqual({ pad: "y".repeat(20_000) })
   })
 
+  it("writes fields kept side by side as one run of bytes: a few parts however many fields the body has", () => {
+    const many = Object.fromEntries(Array.from({ length: 10_000 }, (_, i) => [`f${i}`, i]))
+    const body = parsed(
+      JSON.stringify({ model: "gw", ...many, session_id: "s", ...many, tail: true }).replace(
+        "\"tail\"",
+        "\"g0\":0,\"tail\""
+      )
+    )
+    const { session_id: _session, ...forward } = Wire.withField(body, "model", "up")
+    const out = JsonBody.encode(JsonSource.derive(forward, body))
+    // `{"model":"up",`, the run of f0..f9999, `,`, the run of g0 and tail, `}`.
+    expect(typeof out === "string" ? 0 : out.length).toBe(5)
+    expect(JSON.parse(textOf(out))).toEqual(JSON.parse(JSON.stringify(forward)))
+  })
+
   it("scans a fallback's body once: the same source spliced for two upstreams", () => {
     const body = parsed(`{"model":"gw","messages":[],"pad":"${PAD}"}`)
     expect(JSON.parse(spliced(Wire.withField(body, "model", "one"))).model).toBe("one")

@@ -45,34 +45,56 @@ const fieldsOf = ({ bytes }: JsonSource.JsonSource): Fields | undefined => {
   return fields ?? undefined
 }
 
-const OPEN = Buffer.from("{")
-const COMMA = Buffer.from(",")
-const CLOSE = Buffer.from("}")
-
 /**
  * `value` as the source's text with its fields: a field that is the parsed one (the same value, by identity) as it
- * came, a field changed or added serialised, a field left out (a gateway field) not written.
+ * came, a field changed or added serialised, a field left out (a gateway field) not written. Fields kept side by side
+ * are one run of the source's bytes (the commas between them included), and what is serialised between two runs one
+ * text: a body is a few parts, however many fields it has.
  */
 const splice = (value: { readonly [key: string]: unknown }, source: JsonSource.JsonSource, fields: Fields): Body => {
   const { bytes, parsed } = source
-  const parts: Array<Uint8Array> = [OPEN]
-  const serialised = (key: string, field: unknown) => {
+  const parts: Array<Uint8Array> = []
+  /** Serialised text not yet in `parts`: it goes before the next run, or last. */
+  let text = "{"
+  let empty = true
+  let runStart = -1
+  let runEnd = -1
+  const separate = () => {
+    if (empty) empty = false
+    else text += ","
+  }
+  const endRun = () => {
+    if (runStart < 0) return
+    if (text !== "") parts.push(Buffer.from(text))
+    parts.push(bytes.subarray(runStart, runEnd))
+    text = ""
+    runStart = -1
+  }
+  const serialise = (key: string, field: unknown) => {
     // What JSON.stringify leaves out of an object (undefined, a function) is left out here too.
-    const text = JSON.stringify(field)
-    if (text === undefined) return
-    if (parts.length > 1) parts.push(COMMA)
-    parts.push(Buffer.from(`${JSON.stringify(key)}:${text}`))
+    const json = JSON.stringify(field)
+    if (json === undefined) return
+    separate()
+    text += `${JSON.stringify(key)}:${json}`
   }
   for (const { end, key, start } of fields.members) {
-    if (!Object.hasOwn(value, key)) continue
+    if (!Object.hasOwn(value, key)) {
+      endRun()
+      continue
+    }
     const field = value[key]
-    if (field === parsed[key]) {
-      if (parts.length > 1) parts.push(COMMA)
-      parts.push(bytes.subarray(start, end))
-    } else serialised(key, field)
+    if (field !== parsed[key]) {
+      endRun()
+      serialise(key, field)
+    } else if (runStart < 0) {
+      separate()
+      runStart = start
+      runEnd = end
+    } else runEnd = end
   }
-  for (const key of Object.keys(value)) if (!fields.keys.has(key)) serialised(key, value[key])
-  parts.push(CLOSE)
+  endRun()
+  for (const key of Object.keys(value)) if (!fields.keys.has(key)) serialise(key, value[key])
+  parts.push(Buffer.from(`${text}}`))
   return parts
 }
 
