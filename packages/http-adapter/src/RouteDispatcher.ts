@@ -5,7 +5,7 @@
  * route's family. A request it refuses before any handler runs is recorded in the usage log here; a request that
  * reached a handler is recorded by its use case.
  */
-import { GatewayError, JsonSource, Keys, UsageLog } from "@model-gateway/core"
+import { GatewayError, JsonSource, JsonText, Keys, UsageLog } from "@model-gateway/core"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -35,6 +35,27 @@ const decode = (bytes: Uint8Array): { readonly text: string; readonly exact: boo
 }
 
 /**
+ * From this size a body is parsed in pieces (`JsonText.parse`): its text as one string could exceed V8's 128 KB, from
+ * which each string costs fresh pages (a character beyond Latin-1 makes it two bytes a character).
+ */
+const PIECES_FROM = 64 * 1024
+
+/** A piece's decoder keeps a byte-order mark it meets: stripping one would let a stray mark inside a text pass. */
+const pieceDecoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
+const decodePiece: JsonText.Decode = (bytes, start, end) => pieceDecoder.decode(bytes.subarray(start, end))
+
+/** A large object body parsed in pieces, its source recorded; undefined for a text the walk does not follow. */
+const inPieces = (bytes: Uint8Array): unknown => {
+  try {
+    const { fields, value } = JsonText.parse(bytes, decodePiece)
+    JsonSource.record(value, bytes, fields)
+    return value
+  } catch {
+    return undefined
+  }
+}
+
+/**
  * A JSON request body, parsed; a clear 400 for the wrong content type or malformed JSON. An object's bytes are recorded
  * as its source (`JsonSource`): the body forwarded upstream is then spliced from them rather than serialised again.
  */
@@ -51,6 +72,10 @@ export const jsonBodyOf = (
     )
   }
   try {
+    if (bytes.byteLength >= PIECES_FROM) {
+      const parsed = inPieces(bytes)
+      if (parsed !== undefined) return Either.right(parsed)
+    }
     const { exact, text } = decode(bytes)
     const parsed: unknown = JSON.parse(text)
     if (exact && typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) {

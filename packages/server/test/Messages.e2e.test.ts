@@ -360,6 +360,18 @@ describe("request errors", () => {
     const malformed = await post(h, "{\"model\": ")
     expect(malformed.status).toBe(400)
     expect((await json(malformed)).error.message).toContain("Malformed JSON")
+    // Large bodies are parsed in pieces (JsonText): what JSON.parse refuses is refused there too, with its message.
+    const blocks = Array.from({ length: 2000 }, () => `{"type":"text","text":"${"y".repeat(40)}"}`).join(",")
+    for (
+      const large of [
+        `{"model":"anthro/claude","max_tokens":5,"messages":[{"role":"user","content":[${blocks},]}]}`,
+        `{"model":"anthro/claude","max_tokens":5,"messages":[{"role":"user","content":[${blocks}]}]`
+      ]
+    ) {
+      const refused = await post(h, large)
+      expect(refused.status).toBe(400)
+      expect((await json(refused)).error.message).toMatch(/^Malformed JSON in request body: /)
+    }
     const wrongType = await post(h, "{}", { "content-type": "text/plain" })
     expect(wrongType.status).toBe(400)
     expect((await json(wrongType)).error.message).toContain("Content-Type")
@@ -410,30 +422,37 @@ describe("forwarding", () => {
 
   // A coding agent's conversation is sent as its bytes, not serialised again (JsonBody): what the gateway did not
   // change arrives exactly as the client wrote it, its spacing and number forms included.
-  const conversation = `[{"role":"user","content":[{"type":"text","text":"Fix the bug \\u2014 \\"quickly\\" ✓"}]},\n` +
+  // From 64 KiB a body is parsed in pieces (JsonText): 6,000 and 150,000 characters of tool result cover both paths.
+  const conversation = (size: number) =>
+    `[{"role":"user","content":[{"type":"text","text":"Fix the bug \\u2014 \\"quickly\\" ✓"}]},\n` +
     `    {"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"read","input":{"path":"a.ts"}}]},\n` +
     `    {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":${
-      JSON.stringify("x".repeat(6000))
+      JSON.stringify(
+        Array.from(
+          { length: size / 60 },
+          (_, n) => ({ type: "text", text: `${String(n).padStart(6, "0")} ${"x".repeat(30)}` })
+        )
+      )
     }}]}]`
-  const codingBody = (stream: boolean) =>
+  const codingBody = (stream: boolean, size: number) =>
     `{\n  "model": "anthro/claude",\n  "models": ["anthro/backup"],\n  "max_tokens": 32000,\n` +
     `  "temperature": 1.0,\n  "metadata": {"user_id": "u-1"},\n  "future_field": {"big": 12345678901234567890},\n` +
-    `  "messages": ${conversation},\n  "session_id": "s-1",\n  "stream": ${stream}\n}`
+    `  "messages": ${conversation(size)},\n  "session_id": "s-1",\n  "stream": ${stream}\n}`
 
-  it.each([false, true])(
-    "sends a large body as the client wrote it, but for the gateway's changes (stream %s)",
-    async (stream) => {
+  it.each([[false, 6000], [true, 6000], [false, 150_000], [true, 150_000]])(
+    "sends a large body as the client wrote it, but for the gateway's changes (stream %s, %i characters)",
+    async (stream, size) => {
       h.anthropic.script({ kind: "status", status: 529 })
-      const response = await post(h, codingBody(stream))
+      const response = await post(h, codingBody(stream, size))
       expect(response.status).toBe(200)
       await response.text()
       const [first, second] = h.anthropic.requests.slice(-2)
       // The first attempt is written from the client's bytes; a fallback's may be serialised (the bytes are held
       // weakly, and it comes later), so that it means the same is what counts.
-      expect(first!.text).toContain(`"messages": ${conversation}`)
+      expect(first!.text).toContain(`"messages": ${conversation(size)}`)
       expect(first!.text).toContain(`"temperature": 1.0`)
       expect(first!.text).toContain(`"future_field": {"big": 12345678901234567890}`)
-      expect(second!.body.messages).toEqual(JSON.parse(conversation))
+      expect(second!.body.messages).toEqual(JSON.parse(conversation(size)))
       for (const [received, model] of [[first!, "claude-fake-1"], [second!, "claude-backup"]] as const) {
         expect(received.body.temperature).toBe(1)
         expect(received.body.model).toBe(model)
@@ -449,18 +468,24 @@ describe("forwarding", () => {
 })
 
 describe("forwarding a __proto__ field", () => {
-  it("forwards it as a plain field (never as a prototype) and answers normally", async () => {
-    const response = await post(
-      h,
-      "{\"model\":\"anthro/claude\",\"max_tokens\":5,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]," +
-        "\"__proto__\":{\"polluted\":true}}"
-    )
-    expect(response.status).toBe(200)
-    const received = h.anthropic.requests.at(-1)!
-    expect(received.body.model).toBe("claude-fake-1")
-    expect(Object.getOwnPropertyDescriptor(received.body, "__proto__")?.value).toEqual({ polluted: true })
-    expect(received.body.polluted).toBeUndefined()
-  })
+  // A body of 64 KiB or more is parsed in pieces (JsonText), its top-level fields set one by one.
+  it.each([1, 70_000])(
+    "forwards it as a plain field (never as a prototype) and answers normally (%i characters)",
+    async (
+      size
+    ) => {
+      const response = await post(
+        h,
+        `{"model":"anthro/claude","max_tokens":5,"messages":[{"role":"user","content":"${"x".repeat(size)}"}],` +
+          "\"__proto__\":{\"polluted\":true}}"
+      )
+      expect(response.status).toBe(200)
+      const received = h.anthropic.requests.at(-1)!
+      expect(received.body.model).toBe("claude-fake-1")
+      expect(Object.getOwnPropertyDescriptor(received.body, "__proto__")?.value).toEqual({ polluted: true })
+      expect(received.body.polluted).toBeUndefined()
+    }
+  )
 })
 
 describe("usage log", () => {

@@ -12,10 +12,16 @@
  * as everywhere in the gateway.
  */
 
-/** A body's source: the object parsed, and the text it was parsed from (valid UTF-8). */
+import type { Fields } from "./JsonText.js"
+
+/**
+ * A body's source: the object parsed, the text it was parsed from (valid UTF-8), and that text's top-level fields when
+ * the parser noted them (see `JsonText.parse`; otherwise the adapter finds them with `JsonText.fields`).
+ */
 export interface JsonSource {
   readonly parsed: { readonly [key: string]: unknown }
   readonly bytes: Uint8Array
+  readonly fields?: Fields | undefined
 }
 
 /**
@@ -34,14 +40,18 @@ export const MIN_BYTES = 4 * 1024
 interface Recorded {
   readonly parsed: JsonSource["parsed"]
   readonly bytes: WeakRef<Uint8Array>
+  readonly fields: Fields | undefined
 }
 
 const sources = new WeakMap<object, Recorded>()
 
-/** Records that `parsed` was parsed from `bytes` (valid UTF-8, exactly its JSON text); small bodies are not recorded. */
-export const record = (parsed: object, bytes: Uint8Array): void => {
+/**
+ * Records that `parsed` was parsed from `bytes` (valid UTF-8, exactly its JSON text), whose top-level fields are
+ * `fields` when known; small bodies are not recorded.
+ */
+export const record = (parsed: object, bytes: Uint8Array, fields?: Fields): void => {
   if (bytes.byteLength >= MIN_BYTES) {
-    sources.set(parsed, { parsed: parsed as JsonSource["parsed"], bytes: new WeakRef(bytes) })
+    sources.set(parsed, { parsed: parsed as JsonSource["parsed"], bytes: new WeakRef(bytes), fields })
   }
 }
 
@@ -49,7 +59,7 @@ export const record = (parsed: object, bytes: Uint8Array): void => {
 export const of = (body: object): JsonSource | undefined => {
   const recorded = sources.get(body)
   const bytes = recorded?.bytes.deref()
-  return bytes === undefined ? undefined : { parsed: recorded!.parsed, bytes }
+  return bytes === undefined ? undefined : { parsed: recorded!.parsed, bytes, fields: recorded!.fields }
 }
 
 /** `derived`, a copy of `from` with some top-level fields changed, carrying `from`'s source. */
