@@ -89,6 +89,41 @@ describe("JsonBody.encode", () => {
     expect(JSON.parse(textOf(large))).toEqual({ pad: "y".repeat(20_000) })
   })
 
+  // A body the gateway made (a translation) is serialised field by field and element by element into parts under
+  // V8's 128 KB string size: the text JSON.stringify gives, whatever the body holds.
+  it("serialises a body it made as JSON.stringify does, for any body", () => {
+    const leaf = fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.constant(undefined), fc.constant(() => 1))
+    const field = fc.oneof(
+      leaf,
+      fc.array(leaf, { maxLength: 6 }),
+      fc.constant(new Date(0)),
+      fc.constant(Object.assign(new Array<number>(2), { 1: 1 }))
+    )
+    const key = fc.oneof(fc.string(), fc.constantFrom("__proto__", "0", "12", "é"))
+    fc.assert(
+      fc.property(fc.dictionary(key, field, { maxKeys: 8 }), fc.nat({ max: 3 }), (body, pad) => {
+        const value: Record<string, unknown> = { ...body, ...(pad > 0 ? { pad: "p".repeat(pad * 10_000) } : {}) }
+        expect(textOf(JsonBody.encode(value))).toBe(JSON.stringify(value))
+      }),
+      { numRuns: 500 }
+    )
+  })
+
+  it("serialises a large body it made in parts of at most a piece, but for an element larger than one", () => {
+    const messages = Array.from(
+      { length: 2_000 },
+      (_, i) => ({ role: "user", content: `message ${i} ${"é".repeat(90)}` })
+    )
+    const huge = { role: "user", content: "h".repeat(100_000) }
+    const value = { model: "m", messages: [...messages, huge], stream: true }
+    const out = JsonBody.encode(value)
+    expect(typeof out).not.toBe("string")
+    const parts = (out as ReadonlyArray<Uint8Array>).map((part) => Buffer.from(part).toString())
+    expect(parts.join("")).toBe(JSON.stringify(value))
+    expect(parts.filter((part) => part.length > JsonText.PIECE)).toEqual([JSON.stringify(huge)])
+    expect(parts.length).toBeGreaterThan(JSON.stringify(messages).length / JsonText.PIECE)
+  })
+
   it("writes fields kept side by side as one run of bytes: a few parts however many fields the body has", () => {
     const many = Object.fromEntries(Array.from({ length: 10_000 }, (_, i) => [`f${i}`, i]))
     const body = parsed(

@@ -467,6 +467,31 @@ describe("forwarding", () => {
   )
 })
 
+describe("a large conversation translated", () => {
+  // A body the gateway makes (here the chat completions an OpenAI-protocol upstream takes) is serialised in parts
+  // under V8's large-string size (JsonBody): the upstream gets all of it, as one well-formed request.
+  it.each([false, true])("reaches an OpenAI-protocol upstream whole (stream %s)", async (stream) => {
+    const turns = Array.from({ length: 3000 }, (_, n) => ({
+      role: n % 2 === 0 ? "user" : "assistant",
+      content: [{ type: "text", text: `${String(n).padStart(6, "0")} é ${"w".repeat(20)}` }]
+    }))
+    const response = await post(h, {
+      model: "acme/gpt",
+      max_tokens: 100,
+      stream,
+      messages: [...turns, { role: "user", content: "last" }]
+    })
+    expect(response.status).toBe(200)
+    await response.text()
+    const received = h.openai.requests.at(-1)!
+    expect(Buffer.byteLength(received.text)).toBeGreaterThan(64 * 1024)
+    expect(received.headers["content-length"]).toBe(String(Buffer.byteLength(received.text)))
+    const texts = [...received.text.matchAll(/"(\d{6}) é w+"/g)].map((match) => Number(match[1]))
+    expect(texts).toEqual(turns.map((_, n) => n))
+    expect(received.body.messages.at(-1)).toMatchObject({ role: "user", content: "last" })
+  })
+})
+
 describe("forwarding a __proto__ field", () => {
   // A body of 64 KiB or more is parsed in pieces (JsonText), its top-level fields set one by one.
   it.each([1, 70_000])(

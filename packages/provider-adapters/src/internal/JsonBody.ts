@@ -12,13 +12,74 @@ import type { Body } from "./HttpClient.js"
 /** A text this long is encoded once, to bytes, rather than measured (`content-length`) and then encoded to be written. */
 const ENCODE_FROM = 16 * 1024
 
-const textBody = (text: string): Body => (text.length >= ENCODE_FROM ? [Buffer.from(text)] : text)
-
 /** The body of `value`: spliced from the client's JSON text when it derives from it, serialised otherwise. */
 export const encode = (value: { readonly [key: string]: unknown }): Body => {
   const source = JsonSource.of(value)
   const fields = source === undefined ? undefined : fieldsOf(source)
-  return fields === undefined || source === undefined ? textBody(JSON.stringify(value)) : splice(value, source, fields)
+  return fields === undefined || source === undefined ? serialised(value) : splice(value, source, fields)
+}
+
+/**
+ * Texts gathered into parts of at most `JsonText.PIECE` characters, each encoded on its own: never one string over
+ * V8's 128 KB, which would take fresh pages (core's `JsonText` says why). A body under `ENCODE_FROM` stays a text.
+ */
+class Parts {
+  private readonly parts: Array<Uint8Array> = []
+  private pending: Array<string> = []
+  private size = 0
+
+  add(text: string): void {
+    if (this.size + text.length > JsonText.PIECE && this.size > 0) {
+      this.parts.push(Buffer.from(this.pending.join("")))
+      this.pending = []
+      this.size = 0
+    }
+    this.pending.push(text)
+    this.size += text.length
+  }
+
+  body(): Body {
+    const last = this.pending.join("")
+    if (this.parts.length === 0 && last.length < ENCODE_FROM) return last
+    this.parts.push(Buffer.from(last))
+    return this.parts
+  }
+}
+
+const hasToJson = (value: object): boolean => typeof (value as { readonly toJSON?: unknown }).toJSON === "function"
+
+/**
+ * `JSON.stringify(value)`, for a body the gateway made (a translated conversation, hundreds of KB): its fields
+ * serialised one by one, and an array's elements one by one, so that only an element larger than a part makes a
+ * string that large. The same text as `JSON.stringify` for JSON data (a field that serialises to nothing left out, such
+ * an element written `null`); a `toJSON` on the body or on an array field is serialised as `JSON.stringify` does it.
+ */
+const serialised = (value: { readonly [key: string]: unknown }): Body => {
+  if (hasToJson(value)) {
+    const text = JSON.stringify(value)
+    return text.length >= ENCODE_FROM ? [Buffer.from(text)] : text
+  }
+  const out = new Parts()
+  out.add("{")
+  let first = true
+  for (const key of Object.keys(value)) {
+    const field = value[key]
+    if (Array.isArray(field) && !hasToJson(field)) {
+      out.add(`${first ? "" : ","}${JSON.stringify(key)}:[`)
+      for (let i = 0; i < field.length; i++) {
+        if (i > 0) out.add(",")
+        out.add(JSON.stringify(field[i]) ?? "null")
+      }
+      out.add("]")
+    } else {
+      const json = JSON.stringify(field)
+      if (json === undefined) continue
+      out.add(`${first ? "" : ","}${JSON.stringify(key)}:${json}`)
+    }
+    first = false
+  }
+  out.add("}")
+  return out.body()
 }
 
 /**
