@@ -461,9 +461,12 @@ describe("MessagesRequest", () => {
       rejects(body({ speed: "turbo" }), "speed", "\"fast\" | \"standard\", actual \"turbo\"")
     })
 
-    it("max_tokens and top_k are integers", () => {
-      rejects(body({ max_tokens: 10.5 }), "max_tokens", "must be an integer")
+    it("max_tokens and top_k are integers, max_tokens at least 1", () => {
+      rejects(body({ max_tokens: 10.5 }), "max_tokens", "must be an integer of at least 1, got 10.5")
       rejects(body({ max_tokens: "10" }), "max_tokens")
+      rejects(body({ max_tokens: 0 }), "max_tokens", "must be an integer of at least 1, got 0")
+      rejects(body({ max_tokens: -1 }), "max_tokens", "must be an integer of at least 1, got -1")
+      accepts(body({ max_tokens: 1 }))
       rejects(body({ top_k: 2.5 }), "top_k", "must be an integer")
       accepts(body({ top_k: 5 }))
     })

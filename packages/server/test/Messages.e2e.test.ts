@@ -356,6 +356,19 @@ describe("request errors", () => {
     expect((await json(over)).error.message).toMatch(/^x-session-id/)
   })
 
+  it("rejects an output cap under 1 with 400, before any upstream is asked", async () => {
+    const before = h.anthropic.requests.length
+    for (const max_tokens of [0, -1]) {
+      const refused = await post(h, { model: "anthro/claude", max_tokens, messages: [{ role: "user", content: "x" }] })
+      expect(refused.status).toBe(400)
+      expect((await json(refused)).error).toMatchObject({
+        type: "invalid_request_error",
+        message: `max_tokens: must be an integer of at least 1, got ${max_tokens}`
+      })
+    }
+    expect(h.anthropic.requests.length).toBe(before)
+  })
+
   it("rejects malformed JSON and a wrong content type with 400", async () => {
     const malformed = await post(h, "{\"model\": ")
     expect(malformed.status).toBe(400)

@@ -249,6 +249,18 @@ describe("fallbacks and errors", () => {
     })
     expect(bad.status).toBe(400)
     expect((await json(bad)).error).toMatchObject({ type: "invalid_request_error", param: "messages" })
+    // An output cap under 1 can never be served: refused here, before any upstream is asked.
+    for (const field of ["max_tokens", "max_completion_tokens"]) {
+      const before = h.openai.requests.length
+      const capped = await fetch(`${h.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` },
+        body: JSON.stringify({ model: "acme/gpt", messages: [{ role: "user", content: "x" }], [field]: 0 })
+      })
+      expect(capped.status).toBe(400)
+      expect((await json(capped)).error).toMatchObject({ type: "invalid_request_error", param: field })
+      expect(h.openai.requests.length).toBe(before)
+    }
     const unauthorized = new OpenAI({ baseURL: `${h.url}/v1`, apiKey: "wrong", maxRetries: 0 })
     await expect(
       unauthorized.chat.completions.create({ model: "acme/gpt", messages: [{ role: "user", content: "x" }] })

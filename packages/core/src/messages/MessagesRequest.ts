@@ -400,7 +400,7 @@ export const Tool: Schema.Schema<Tool> = toolSchema
 const messagesRequestSchema = Schema.Struct({
   model: Str,
   messages: nullable(arrayOf(Message, "an array of messages")),
-  max_tokens: optional(Int),
+  max_tokens: optional(integer(1)),
   system: optional(oneOf({ string: Str, array: TextBlocks }, "a string or an array of text blocks")),
   temperature: optional(Num),
   top_p: optional(Num),
