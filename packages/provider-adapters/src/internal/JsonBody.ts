@@ -49,13 +49,29 @@ class Parts {
 const hasToJson = (value: object): boolean => typeof (value as { readonly toJSON?: unknown }).toJSON === "function"
 
 /**
+ * A body with fewer elements than this in its top-level arrays is serialised whole: one `JSON.stringify` costs less
+ * than one per field (a request of one message, the usual small one, pays no more than before). A conversation worth
+ * serialising in parts has more turns.
+ */
+const PIECEWISE_FROM = 16
+
+const elementsOf = (value: { readonly [key: string]: unknown }): number => {
+  let n = 0
+  for (const key in value) {
+    const field = value[key]
+    if (Array.isArray(field)) n += field.length
+  }
+  return n
+}
+
+/**
  * `JSON.stringify(value)`, for a body the gateway made (a translated conversation, hundreds of KB): its fields
  * serialised one by one, and an array's elements one by one, so that only an element larger than a part makes a
- * string that large. The same text as `JSON.stringify` for JSON data (a field that serialises to nothing left out, such
+ * string that large. A body of a few turns is serialised whole (`PIECEWISE_FROM`). The same text as `JSON.stringify` for JSON data (a field that serialises to nothing left out, such
  * an element written `null`); a `toJSON` on the body or on an array field is serialised as `JSON.stringify` does it.
  */
 const serialised = (value: { readonly [key: string]: unknown }): Body => {
-  if (hasToJson(value)) {
+  if (hasToJson(value) || elementsOf(value) < PIECEWISE_FROM) {
     const text = JSON.stringify(value)
     return text.length >= ENCODE_FROM ? [Buffer.from(text)] : text
   }
