@@ -67,8 +67,9 @@ const elementsOf = (value: { readonly [key: string]: unknown }): number => {
 /**
  * `JSON.stringify(value)`, for a body the gateway made (a translated conversation, hundreds of KB): its fields
  * serialised one by one, and an array's elements one by one, so that only an element larger than a part makes a
- * string that large. A body of a few turns is serialised whole (`PIECEWISE_FROM`). The same text as `JSON.stringify` for JSON data (a field that serialises to nothing left out, such
- * an element written `null`); a `toJSON` on the body or on an array field is serialised as `JSON.stringify` does it.
+ * string that large. A body of a few turns is serialised whole (`PIECEWISE_FROM`). The same text as `JSON.stringify`
+ * for JSON data (a field that serialises to nothing left out, such an element written `null`); a `toJSON` on the body
+ * or on an array field is serialised as `JSON.stringify` does it.
  */
 const serialised = (value: { readonly [key: string]: unknown }): Body => {
   if (hasToJson(value) || elementsOf(value) < PIECEWISE_FROM) {
