@@ -506,30 +506,33 @@ describe("a large conversation translated", () => {
 
   // A fallback after the first attempt was sent: what it sends must not depend on what the first attempt did with the
   // conversation (sent as the client's bytes, to an Anthropic-protocol upstream, before this one is translated).
-  it.each([false, true])("reaches an OpenAI-protocol fallback whole after a first attempt (stream %s)", async (stream) => {
-    h.anthropic.script({ kind: "status", status: 529 })
-    const turns = Array.from({ length: 3000 }, (_, n) => ({
-      role: n % 2 === 0 ? "user" : "assistant",
-      content: [{ type: "text", text: `${String(n).padStart(6, "0")} é ${"w".repeat(20)}` }]
-    }))
-    const response = await post(h, {
-      model: "anthro/claude",
-      max_tokens: 100,
-      stream,
-      messages: [...turns, { role: "user", content: "last" }],
-      fallbacks: [{ model: "acme/gpt" }]
-    })
-    expect(response.status).toBe(200)
-    await response.text()
-    const first = h.anthropic.requests.at(-1)!
-    expect(first.body.messages).toHaveLength(3001)
-    const received = h.openai.requests.at(-1)!
-    const texts = [...received.text.matchAll(/"(\d{6}) é w+"/g)].map((match) => Number(match[1]))
-    expect(texts).toEqual(turns.map((_, n) => n))
-    expect(received.body.messages.at(-1)).toMatchObject({ role: "user", content: "last" })
-    // A translated non-streaming request leaves `stream` out (OpenAI's default).
-    expect(received.body.stream ?? false).toBe(stream)
-  })
+  it.each([false, true])(
+    "reaches an OpenAI-protocol fallback whole after a first attempt (stream %s)",
+    async (stream) => {
+      h.anthropic.script({ kind: "status", status: 529 })
+      const turns = Array.from({ length: 3000 }, (_, n) => ({
+        role: n % 2 === 0 ? "user" : "assistant",
+        content: [{ type: "text", text: `${String(n).padStart(6, "0")} é ${"w".repeat(20)}` }]
+      }))
+      const response = await post(h, {
+        model: "anthro/claude",
+        max_tokens: 100,
+        stream,
+        messages: [...turns, { role: "user", content: "last" }],
+        fallbacks: [{ model: "acme/gpt" }]
+      })
+      expect(response.status).toBe(200)
+      await response.text()
+      const first = h.anthropic.requests.at(-1)!
+      expect(first.body.messages).toHaveLength(3001)
+      const received = h.openai.requests.at(-1)!
+      const texts = [...received.text.matchAll(/"(\d{6}) é w+"/g)].map((match) => Number(match[1]))
+      expect(texts).toEqual(turns.map((_, n) => n))
+      expect(received.body.messages.at(-1)).toMatchObject({ role: "user", content: "last" })
+      // A translated non-streaming request leaves `stream` out (OpenAI's default).
+      expect(received.body.stream ?? false).toBe(stream)
+    }
+  )
 })
 
 describe("forwarding a __proto__ field", () => {
