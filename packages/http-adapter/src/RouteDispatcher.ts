@@ -48,11 +48,26 @@ const decodePiece: JsonText.Decode = (bytes, start, end) => pieceDecoder.decode(
 const inPieces = (bytes: Uint8Array): unknown => {
   try {
     const { fields, value } = JsonText.parse(bytes, decodePiece)
-    JsonSource.record(value, bytes, fields)
+    JsonSource.record(value, bytes, fields, parseAgain)
     return value
   } catch {
     return undefined
   }
+}
+
+/**
+ * A body's text parsed again as it was the first time, and recorded in turn: for a request that let go of its
+ * conversation once sent (`JsonSource.reparser`, core's `Conversation`), when a fallback needs the body. Its bytes
+ * were parsed already, so this does not fail.
+ */
+const parseAgain: JsonSource.Parse = (bytes) => {
+  if (bytes.byteLength >= PIECES_FROM) {
+    const parsed = inPieces(bytes)
+    if (parsed !== undefined) return parsed as object
+  }
+  const parsed = JSON.parse(strictDecoder.decode(bytes)) as object
+  JsonSource.record(parsed, bytes, undefined, parseAgain)
+  return parsed
 }
 
 /**
@@ -79,7 +94,7 @@ export const jsonBodyOf = (
     const { exact, text } = decode(bytes)
     const parsed: unknown = JSON.parse(text)
     if (exact && typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)) {
-      JsonSource.record(parsed, bytes)
+      JsonSource.record(parsed, bytes, undefined, parseAgain)
     }
     return Either.right(parsed)
   } catch (e) {

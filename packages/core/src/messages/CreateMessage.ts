@@ -57,7 +57,9 @@ export const create =
             metadata: GatewayFields.customTrace(request.trace)
           }
           return Effect.map(
-            plugins.fusion !== undefined ? Fusion.fusion(ports, run, plugins.fusion) : execute(ports, run),
+            plugins.fusion !== undefined
+              ? Fusion.fusion(ports, run, plugins.fusion)
+              : execute(ports, run, { ownsBody: body === raw }),
             (result) => result.outcome
           )
         })

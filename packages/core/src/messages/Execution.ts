@@ -10,17 +10,31 @@ import * as Routing from "../execution/Routing.js"
 import * as StreamCommit from "../execution/StreamCommit.js"
 import * as Quotas from "../limits/Quotas.js"
 import * as RoutePlanner from "../routing/RoutePlanner.js"
+import * as Conversation from "./Conversation.js"
 import * as MessagesDialect from "./MessagesDialect.js"
 import type { MessagesPorts } from "./MessagesPorts.js"
 import type { ExecutionResult, Run } from "./Run.js"
 import * as UpstreamBody from "./UpstreamBody.js"
 import * as UsageAccounting from "./UsageAccounting.js"
 
+/** How an execution may treat its run's body. */
+export interface ExecuteOptions {
+  /**
+   * The body is the client's, as parsed, and nothing else reads it: a large one's conversation may be let go once an
+   * attempt's text is made (see `Conversation`). Not for runs that share a body (fusion's).
+   */
+  readonly ownsBody?: boolean | undefined
+}
+
 /**
  * Plans the route of a run, then runs its attempts. A chain of Effects rather than one `Effect.gen`: this is the hot
  * path of every request, and each generator step costs more than the work it does.
  */
-export const execute = (ports: MessagesPorts, run: Run): Effect.Effect<ExecutionResult, GatewayError.GatewayError> => {
+export const execute = (
+  ports: MessagesPorts,
+  run: Run,
+  options?: ExecuteOptions
+): Effect.Effect<ExecutionResult, GatewayError.GatewayError> => {
   const { body, context, plugins, request, snapshot } = run
   const parser = plugins["file-parser"] === undefined ? undefined : ports.parser
   const compression = plugins["context-compression"] !== undefined
@@ -53,13 +67,17 @@ export const execute = (ports: MessagesPorts, run: Run): Effect.Effect<Execution
     onFailure: (error) => UsageAccounting.failed(ports.usageLog, run, error, 0),
     onSuccess: (route) => {
       run.steps.push(...route.steps)
+      const forward = UpstreamBody.forwardBody(body)
+      const letGo = options?.ownsBody === true && parser === undefined && !compression &&
+        (context.bodyBytes ?? 0) >= Conversation.RELEASE_FROM
       const calls = UpstreamBody.attemptCalls(
         ports.upstream,
-        UpstreamBody.forwardBody(body),
+        forward,
         context.headers,
         needs,
         { parser, compression },
-        run.steps
+        run.steps,
+        letGo ? Conversation.make(body, request, forward, UpstreamBody.forwardBody) : undefined
       )
       return Admission.admitted(
         ports.quotas,

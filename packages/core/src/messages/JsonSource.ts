@@ -9,7 +9,8 @@
  * `UpstreamBody.forwardBody`) carries it (`derive`); the adapter that writes a body for its upstream asks for it (`of`)
  * and compares the body with the parsed object, top-level field by field, by identity: a field that is the parsed one
  * is sent as its text. So nothing reachable from a parsed body may be changed in place: a changed copy is made instead,
- * as everywhere in the gateway.
+ * as everywhere in the gateway. The one exception is a conversation let go once sent (`Conversation`), whose arrays
+ * are emptied: that body is never written again, a fallback's body is parsed again from the bytes (`reparser`).
  */
 
 import type { Fields } from "./JsonText.js"
@@ -41,18 +42,35 @@ interface Recorded {
   readonly parsed: JsonSource["parsed"]
   readonly bytes: WeakRef<Uint8Array>
   readonly fields: Fields | undefined
+  readonly parse: Parse | undefined
 }
+
+/** The parser a body was parsed with (the HTTP edge's), able to parse its bytes again; it records what it parses. */
+export type Parse = (bytes: Uint8Array) => object
 
 const sources = new WeakMap<object, Recorded>()
 
 /**
  * Records that `parsed` was parsed from `bytes` (valid UTF-8, exactly its JSON text), whose top-level fields are
- * `fields` when known; small bodies are not recorded.
+ * `fields` when known, by `parse` when given (see `reparser`); small bodies are not recorded.
  */
-export const record = (parsed: object, bytes: Uint8Array, fields?: Fields): void => {
+export const record = (parsed: object, bytes: Uint8Array, fields?: Fields, parse?: Parse): void => {
   if (bytes.byteLength >= MIN_BYTES) {
-    sources.set(parsed, { parsed: parsed as JsonSource["parsed"], bytes: new WeakRef(bytes), fields })
+    sources.set(parsed, { parsed: parsed as JsonSource["parsed"], bytes: new WeakRef(bytes), fields, parse })
   }
+}
+
+/**
+ * What parses `body`'s text again, to a new object equal to the parsed one as it was parsed (and recorded in turn),
+ * when `body` is that parsed object itself and its parser was recorded; it holds the bytes from now on. Undefined
+ * otherwise, or when the bytes were collected already.
+ */
+export const reparser = (body: object): (() => object) | undefined => {
+  const recorded = sources.get(body)
+  const bytes = recorded?.bytes.deref()
+  if (bytes === undefined || recorded!.parsed !== body || recorded!.parse === undefined) return undefined
+  const parse = recorded!.parse
+  return () => parse(bytes)
 }
 
 /** The source of `body` (recorded for it, or carried to it from the body it derives from), while its bytes are held. */

@@ -12,6 +12,7 @@ import * as GatewayFields from "../routing/GatewayFields.js"
 import type { Attempt, PipelineStep, Requirements } from "../routing/RoutePlanner.js"
 import type { EventPull, ForwardHeaders, MessagesCall, UpstreamService } from "../upstream/Upstream.js"
 import { UpstreamError } from "../upstream/Upstream.js"
+import type * as Conversation from "./Conversation.js"
 import * as JsonSource from "./JsonSource.js"
 import type * as MessagesRequest from "./MessagesRequest.js"
 import type { JsonObject, Message } from "./Wire.js"
@@ -119,7 +120,8 @@ export interface BodyTransforms {
 
 /**
  * The calls of one request's attempts: `forward` with each endpoint's model id, transformed per endpoint by the
- * enabled plugins (which report what they did in `steps`). Without transforms, no Effect is spent on the body.
+ * enabled plugins (which report what they did in `steps`). Without transforms, no Effect is spent on the body, and a
+ * `conversation` (of `forward`), when given, is let go once an attempt's text is made (see `Conversation`).
  */
 export const attemptCalls = (
   upstream: UpstreamService,
@@ -127,15 +129,24 @@ export const attemptCalls = (
   headers: ForwardHeaders,
   needs: Requirements,
   transforms: BodyTransforms,
-  steps: Array<PipelineStep>
+  steps: Array<PipelineStep>,
+  conversation?: Conversation.Conversation
 ): AttemptCalls => {
   if (transforms.parser === undefined && !transforms.compression) {
-    const plainCall = (attempt: Attempt, passThrough: boolean): MessagesCall => ({
-      endpoint: attempt.endpoint,
-      body: endpointBody(forward, attempt),
-      headers,
-      passThrough
-    })
+    const plainCall = conversation === undefined
+      ? (attempt: Attempt, passThrough: boolean): MessagesCall => ({
+        endpoint: attempt.endpoint,
+        body: endpointBody(forward, attempt),
+        headers,
+        passThrough
+      })
+      : (attempt: Attempt, passThrough: boolean): MessagesCall => ({
+        endpoint: attempt.endpoint,
+        body: endpointBody(conversation.body(), attempt),
+        headers,
+        passThrough,
+        bodyMade: conversation.made
+      })
     return {
       createMessage: (attempt) => upstream.createMessage(plainCall(attempt, false)),
       open: (attempt) => upstream.streamMessage(plainCall(attempt, true))

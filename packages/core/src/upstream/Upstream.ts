@@ -107,6 +107,12 @@ export interface MessagesCall {
    * type and the event's JSON text, which `Wire.sseFrame` sends as it came). Without it, every event is parsed.
    */
   readonly passThrough?: boolean | undefined
+  /**
+   * Called by the adapter once it has made its request's text from `body` and will read `body` no more: the caller
+   * may then let go of the conversation (see `Conversation`), which a long request would otherwise hold until its
+   * answer. Optional both ways: an adapter that never calls it leaves the body held, as before.
+   */
+  readonly bodyMade?: (() => void) | undefined
 }
 
 /** The OpenAI-protocol APIs an endpoint may serve besides messages. */

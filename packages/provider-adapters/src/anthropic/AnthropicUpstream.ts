@@ -124,21 +124,29 @@ export const make = (options: AnthropicOptions): Effect.Effect<Upstream.Upstream
       postJson(transport, {
         url,
         headers: headersFor(call, false),
-        body: () => JsonBody.encode(Wire.withField(call.body, "stream", false)),
+        body: () => {
+          const text = JsonBody.encode(Wire.withField(call.body, "stream", false))
+          // The body is read no more: its conversation may go (see `MessagesCall.bodyMade`).
+          call.bodyMade?.()
+          return text
+        },
         stream: false,
         describeError,
         check: checkMessage
       }) as Effect.Effect<Wire.Message, Upstream.UpstreamError>
 
     // Events are decoded as each network read arrives, with no Effect per event (see Transport.openEventStream).
-    const streamMessage = (call: Upstream.MessagesCall): Effect.Effect<Upstream.EventPull, never, Scope.Scope> =>
-      openEventStream(transport, {
+    const streamMessage = (call: Upstream.MessagesCall): Effect.Effect<Upstream.EventPull, never, Scope.Scope> => {
+      const body = JsonBody.encode(Wire.withField(call.body, "stream", true))
+      call.bodyMade?.()
+      return openEventStream(transport, {
         url,
         headers: headersFor(call, true),
-        body: JsonBody.encode(Wire.withField(call.body, "stream", true)),
+        body,
         stream: true,
         describeError
       }, eventDecoder(call.passThrough === true))
+    }
 
     const countUrl = `${options.baseUrl.replace(/\/+$/, "")}/v1/messages/count_tokens`
     const countTokens = (call: Upstream.MessagesCall) =>
