@@ -533,6 +533,32 @@ describe("a large conversation translated", () => {
       expect(received.body.stream ?? false).toBe(stream)
     }
   )
+
+  // The other way: the first attempt translated, the fallback given the client's conversation as it was.
+  it.each([false, true])(
+    "reaches an Anthropic-protocol fallback whole after a translated first attempt (stream %s)",
+    async (stream) => {
+      h.openai.script({ kind: "status", status: 500 })
+      const turns = Array.from({ length: 3000 }, (_, n) => ({
+        role: n % 2 === 0 ? "user" : "assistant",
+        content: [{ type: "text", text: `${String(n).padStart(6, "0")} é ${"w".repeat(20)}` }]
+      }))
+      const messages = [...turns, { role: "user", content: "last" }]
+      const response = await post(h, {
+        model: "acme/gpt",
+        max_tokens: 100,
+        stream,
+        messages,
+        fallbacks: [{ model: "anthro/claude" }]
+      })
+      expect(response.status).toBe(200)
+      await response.text()
+      expect(h.openai.requests.at(-1)!.body.messages).toHaveLength(3001)
+      const received = h.anthropic.requests.at(-1)!
+      expect(received.body.messages).toEqual(messages)
+      expect(received.body.stream).toBe(stream)
+    }
+  )
 })
 
 describe("forwarding a __proto__ field", () => {

@@ -5,8 +5,8 @@
  * A coding agent sends its whole conversation with every turn, hundreds of KB, and parsed it takes about as much again
  * of V8's heap. Held until the answer (a fallback sends it again), it outlived several scavenges under load, so it was
  * copied into the old generation, then marked and swept there: some 1.4 ms of collection per 600 KB request, more than
- * a pass-through proxy spends on the whole request (docs/benchmarks.md, "what a large request's collections are made
- * of"). Once the adapter has made its text (`MessagesCall.bodyMade`), nothing reads the conversation but a later
+ * a pass-through proxy spends on the whole request (docs/benchmarks.md, "a large request lets go of its conversation
+ * once sent"). Once the adapter has made its text (`MessagesCall.bodyMade`), nothing reads the conversation but a later
  * attempt's body: the route's needs, the token estimate and the quota demand were computed before the first attempt,
  * response healing reads `output_config` alone, and a committed stream keeps no body. So the arrays that hold it
  * (`messages`, `tools`, an array `system`; in the body and in the validated request, which has arrays of its own) are

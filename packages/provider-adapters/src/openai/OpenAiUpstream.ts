@@ -8,8 +8,9 @@ import { Upstream } from "@model-gateway/core"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type * as Scope from "effect/Scope"
+import type * as HttpClient from "../internal/HttpClient.js"
 import * as JsonBody from "../internal/JsonBody.js"
-import type { Timeouts } from "../internal/Transport.js"
+import type { Timeouts, Transport } from "../internal/Transport.js"
 import { openEventStream, postJson, scopedTransport } from "../internal/Transport.js"
 import * as ChunkShortcut from "./ChunkShortcut.js"
 import * as OpenAiPassThrough from "./OpenAiPassThrough.js"
@@ -54,6 +55,36 @@ const append = (
   for (const event of result.right) out.push(event)
 }
 
+/**
+ * Opens the translated stream of a chat request whose text is `text`. Chunks are translated as each network read
+ * arrives, with no Effect per chunk (see Transport.openEventStream). Made here, not in `streamMessage`, and given no
+ * error made ahead: a closure there would hold the call, its body (the whole conversation) and what lets that go
+ * (`MessagesCall.bodyMade`), for as long as the stream is open.
+ */
+const openTranslated = (
+  transport: Transport,
+  url: string,
+  headers: Record<string, string>,
+  text: HttpClient.Body,
+  upstreamModel: string,
+  passThrough: boolean
+): Effect.Effect<Upstream.EventPull, never, Scope.Scope> => {
+  const translator = OpenAiTranslate.makeStreamTranslator(upstreamModel, undefined, { passThrough })
+  // Most text chunks repeat the last one but for their text: read without parsing (see ChunkShortcut).
+  const read = ChunkShortcut.reader(translator)
+  return openEventStream(transport, { url, headers, body: text, stream: true, describeError }, {
+    event: (message, out: Array<Wire.StreamEvent>) => {
+      // `[DONE]` ends the stream: nothing after it is read.
+      if (message.data === "[DONE]") {
+        append(translator.end(), out)
+        return true
+      }
+      append(read(message.data), out)
+    },
+    end: (out) => append(translator.end(), out)
+  })
+}
+
 /** An Upstream for one OpenAI-compatible provider; its connection pool closes with the scope. */
 export const make = (options: OpenAiOptions): Effect.Effect<Upstream.UpstreamService, never, Scope.Scope> =>
   Effect.map(scopedTransport(options.timeouts), (transport) => {
@@ -79,48 +110,49 @@ export const make = (options: OpenAiOptions): Effect.Effect<Upstream.UpstreamSer
           false
       })
 
+    // Translated when run, and kept in a variable rather than an Effect's value: an Effect (the `Either` itself, were
+    // it `flatMap`ped) stays on the fiber's stack while the answer is awaited, and the translation holds the
+    // conversation. It goes once its text is made (see `MessagesCall.bodyMade`).
     const createMessage = (call: Upstream.MessagesCall) =>
-      Effect.flatMap(
-        translate(call, false),
-        (body) =>
-          postJson(transport, { url, headers, body: () => JsonBody.encode(body), stream: false, describeError }).pipe(
-            Effect.flatMap((json) =>
-              OpenAiTranslate.fromChatCompletion(json as Wire.JsonObject, call.endpoint.upstreamModel)
-            )
+      Effect.suspend(() => {
+        const translated = translate(call, false)
+        if (Either.isLeft(translated)) return Effect.fail(translated.left)
+        let body: Wire.JsonObject | undefined = translated.right
+        return postJson(transport, {
+          url,
+          headers,
+          body: () => {
+            const text = JsonBody.encode(body!)
+            body = undefined
+            call.bodyMade?.()
+            return text
+          },
+          stream: false,
+          describeError
+        }).pipe(
+          Effect.flatMap((json) =>
+            OpenAiTranslate.fromChatCompletion(json as Wire.JsonObject, call.endpoint.upstreamModel)
           )
-      )
+        )
+      })
 
-    // Chunks are translated as each network read arrives, with no Effect per chunk (see Transport.openEventStream).
-    // No closure here refers to `call`, nor is an error made ahead: either would hold the call's body (the whole
-    // conversation) for as long as the stream is open.
     const streamMessage = (
       call: Upstream.MessagesCall
-    ): Effect.Effect<Upstream.EventPull, Upstream.UpstreamError, Scope.Scope> => {
-      const { upstreamModel } = call.endpoint
-      const passThrough = call.passThrough === true
-      return Effect.flatMap(translate(call, true), (body) => {
-        const translator = OpenAiTranslate.makeStreamTranslator(upstreamModel, undefined, { passThrough })
-        // Most text chunks repeat the last one but for their text: read without parsing (see ChunkShortcut).
-        const read = ChunkShortcut.reader(translator)
-        return openEventStream(transport, {
+    ): Effect.Effect<Upstream.EventPull, Upstream.UpstreamError, Scope.Scope> =>
+      Effect.suspend(() => {
+        const translated = translate(call, true)
+        if (Either.isLeft(translated)) return Effect.fail(translated.left)
+        const text = JsonBody.encode(translated.right)
+        call.bodyMade?.()
+        return openTranslated(
+          transport,
           url,
-          headers: streamHeaders,
-          body: JsonBody.encode(body),
-          stream: true,
-          describeError
-        }, {
-          event: (message, out: Array<Wire.StreamEvent>) => {
-            // `[DONE]` ends the stream: nothing after it is read.
-            if (message.data === "[DONE]") {
-              append(translator.end(), out)
-              return true
-            }
-            append(read(message.data), out)
-          },
-          end: (out) => append(translator.end(), out)
-        })
+          streamHeaders,
+          text,
+          call.endpoint.upstreamModel,
+          call.passThrough === true
+        )
       })
-    }
 
     const passThrough = OpenAiPassThrough.make(transport, {
       baseUrl: options.baseUrl,
