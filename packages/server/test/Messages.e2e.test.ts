@@ -481,13 +481,15 @@ describe("forwarding", () => {
 })
 
 describe("a large conversation translated", () => {
+  /** 3,000 turns of text, over 64 KiB of JSON, each marked with its index to check their order where they arrive. */
+  const turns = Array.from({ length: 3000 }, (_, n) => ({
+    role: n % 2 === 0 ? "user" : "assistant",
+    content: [{ type: "text", text: `${String(n).padStart(6, "0")} é ${"w".repeat(20)}` }]
+  }))
+
   // A body the gateway makes (here the chat completions an OpenAI-protocol upstream takes) is serialised in parts
   // under V8's large-string size (JsonBody): the upstream gets all of it, as one well-formed request.
   it.each([false, true])("reaches an OpenAI-protocol upstream whole (stream %s)", async (stream) => {
-    const turns = Array.from({ length: 3000 }, (_, n) => ({
-      role: n % 2 === 0 ? "user" : "assistant",
-      content: [{ type: "text", text: `${String(n).padStart(6, "0")} é ${"w".repeat(20)}` }]
-    }))
     const response = await post(h, {
       model: "acme/gpt",
       max_tokens: 100,
@@ -510,10 +512,6 @@ describe("a large conversation translated", () => {
     "reaches an OpenAI-protocol fallback whole after a first attempt (stream %s)",
     async (stream) => {
       h.anthropic.script({ kind: "status", status: 529 })
-      const turns = Array.from({ length: 3000 }, (_, n) => ({
-        role: n % 2 === 0 ? "user" : "assistant",
-        content: [{ type: "text", text: `${String(n).padStart(6, "0")} é ${"w".repeat(20)}` }]
-      }))
       const response = await post(h, {
         model: "anthro/claude",
         max_tokens: 100,
@@ -539,10 +537,6 @@ describe("a large conversation translated", () => {
     "reaches an Anthropic-protocol fallback whole after a translated first attempt (stream %s)",
     async (stream) => {
       h.openai.script({ kind: "status", status: 500 })
-      const turns = Array.from({ length: 3000 }, (_, n) => ({
-        role: n % 2 === 0 ? "user" : "assistant",
-        content: [{ type: "text", text: `${String(n).padStart(6, "0")} é ${"w".repeat(20)}` }]
-      }))
       const messages = [...turns, { role: "user", content: "last" }]
       const response = await post(h, {
         model: "acme/gpt",
