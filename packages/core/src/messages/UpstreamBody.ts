@@ -133,20 +133,13 @@ export const attemptCalls = (
   conversation?: Conversation.Conversation
 ): AttemptCalls => {
   if (transforms.parser === undefined && !transforms.compression) {
-    const plainCall = conversation === undefined
-      ? (attempt: Attempt, passThrough: boolean): MessagesCall => ({
-        endpoint: attempt.endpoint,
-        body: endpointBody(forward, attempt),
-        headers,
-        passThrough
-      })
-      : (attempt: Attempt, passThrough: boolean): MessagesCall => ({
-        endpoint: attempt.endpoint,
-        body: endpointBody(conversation.body(), attempt),
-        headers,
-        passThrough,
-        bodyMade: conversation.made
-      })
+    const plainCall = (attempt: Attempt, passThrough: boolean): MessagesCall => ({
+      endpoint: attempt.endpoint,
+      body: endpointBody(conversation === undefined ? forward : conversation.body(), attempt),
+      headers,
+      passThrough,
+      bodyMade: conversation?.made
+    })
     return {
       createMessage: (attempt) => upstream.createMessage(plainCall(attempt, false)),
       open: (attempt) => upstream.streamMessage(plainCall(attempt, true))
