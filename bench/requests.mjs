@@ -1,7 +1,9 @@
 // What each target is sent, per upstream protocol. The client always asks for the same answer:
 //
 //   gateway, baseline   POST /v1/messages (Anthropic format) with the gateway's key and model: `bench/model` routes
-//                       to the Anthropic provider, `bench/openai` to the OpenAI-compatible one (the gateway translates)
+//                       to the Anthropic provider, `bench/openai` to the OpenAI-compatible one (the gateway translates);
+//                       with BENCH_GATEWAY_API=chat, POST /v1/chat/completions with the OpenAI body instead (passed
+//                       through to the OpenAI-compatible provider, translated for the Anthropic one)
 //   direct, proxy,      the upstream's own protocol: POST /v1/messages for Anthropic, POST /v1/chat/completions with
 //   proxy-undici        the equivalent OpenAI body for OpenAI (the proxies swap the client's key for the upstream's)
 //   portkey             the same as direct, plus `x-portkey-provider` and `x-portkey-custom-host` naming the fake
@@ -18,20 +20,29 @@ import {
   requestHeaders,
   UPSTREAM_KEY
 } from "./fixtures.mjs"
+import { GATEWAY_API } from "./settings.mjs"
 
 export const PROVIDERS = ["anthropic", "openai"]
 
 /** The gateway under test, or another build of it (`BENCH_BASELINE`): both answer in Anthropic's format. */
 export const isGateway = (target) => target.name === "gateway" || target.name === "baseline"
 
-/** The protocol of the answer a target gives in a scenario: the gateway always answers in Anthropic's. */
-export const answerFormat = (target, provider) => (isGateway(target) ? "anthropic" : provider)
+/** The protocol of the answer a target gives in a scenario: the gateway answers in its front door's. */
+export const answerFormat = (target, provider) =>
+  isGateway(target) ? (GATEWAY_API === "chat" ? "openai" : "anthropic") : provider
 
 /**
  * { path, headers, body } of the request `target` gets for `provider` (anthropic | openai), streamed or not.
  * `upstreamUrl` is where Portkey is told to go.
  */
 export const requestFor = (target, provider, stream, upstreamUrl) => {
+  if (isGateway(target) && GATEWAY_API === "chat") {
+    return {
+      path: "/v1/chat/completions",
+      headers: openAiRequestHeaders,
+      body: openAiRequestBody(stream, provider === "openai" ? GATEWAY_OPENAI_MODEL : GATEWAY_MODEL)
+    }
+  }
   if (isGateway(target)) {
     return {
       path: "/v1/messages",

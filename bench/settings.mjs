@@ -54,6 +54,14 @@ export const has = (probe) => SCENARIOS.includes(probe)
 /** The load scenarios' requests: 0, the fixture's one-line message; else a coding agent's session of about this many KB. */
 export const BODY_KB = Math.round(numberFromEnv("BENCH_BODY_KB", 0, { allowZero: true }))
 
+/**
+ * The gateway's front door: \`messages\` (the default: Anthropic's \`POST /v1/messages\`, where the targets are judged) or
+ * \`chat\` (OpenAI's \`POST /v1/chat/completions\` with the OpenAI body: passed through to the OpenAI-compatible upstream,
+ * translated for the Anthropic one; measured, not judged).
+ */
+export const GATEWAY_API = process.env.BENCH_GATEWAY_API ?? "messages"
+if (!["messages", "chat"].includes(GATEWAY_API)) die(`BENCH_GATEWAY_API: use messages or chat, not ${JSON.stringify(GATEWAY_API)}`)
+
 /** The load scenarios: provider x streamed or not x latency x connections, in the order they run. */
 export const LOAD_SCENARIOS = LOAD.filter((s) => SCENARIOS.includes(s)).flatMap((s) => {
   const [provider, kind] = s.split("-")
