@@ -294,3 +294,79 @@ describe("fallbacks and errors", () => {
     await expect(runner.finalChatCompletion()).rejects.toThrow()
   })
 })
+
+describe("a large conversation falling back", () => {
+  // A body of 64 KiB or more lets go of its conversation once its first attempt's text is made (core's
+  // `Conversation`); a fallback parses the client's bytes again. What the fallback sends must be the client's
+  // conversation whole, whatever the first attempt did with it (passed through, or translated for Anthropic).
+  /** 3,000 turns, over 64 KiB of JSON, each marked with its index to check their order where they arrive. */
+  const messages: Array<OpenAI.Chat.ChatCompletionMessageParam> = [
+    ...Array.from({ length: 3000 }, (_, n): OpenAI.Chat.ChatCompletionMessageParam =>
+      n % 2 === 0
+        ? { role: "user", content: `${String(n).padStart(6, "0")} é ${"w".repeat(20)}` }
+        : { role: "assistant", content: `${String(n).padStart(6, "0")} é ${"w".repeat(20)}` }),
+    { role: "user", content: "last" }
+  ]
+  const order = (text: string) => [...text.matchAll(/"(\d{6}) é w+"/g)].map((match) => Number(match[1]))
+  const indices = Array.from({ length: 3000 }, (_, n) => n)
+
+  let big: Harness
+  let bigClient: OpenAI
+  beforeAll(async () => {
+    big = await startHarness({
+      models: {
+        "acme/second": {
+          endpoints: [{
+            provider: "acme",
+            upstreamModel: "gpt-fake-2",
+            pricing: { prompt: "0.000001", completion: "0.000002" }
+          }]
+        }
+      }
+    })
+    bigClient = new OpenAI({ baseURL: `${big.url}/v1`, apiKey: KEY, maxRetries: 0 })
+  })
+  afterAll(() => big.close())
+  beforeEach(() => big.reset())
+
+  const ask = async (model: string, fallback: string, stream: boolean) => {
+    const body = { model, max_tokens: 20, messages, ...({ fallbacks: [{ model: fallback }] } as object) }
+    const completion = stream
+      ? await bigClient.chat.completions.stream(body).finalChatCompletion()
+      : await bigClient.chat.completions.create(body)
+    expect(completion.model).toBe(fallback)
+  }
+
+  it.each([false, true])("from Anthropic to an OpenAI-compatible endpoint (stream %s)", async (stream) => {
+    big.anthropic.script({ kind: "status", status: 529 })
+    await ask("anthro/claude", "acme/gpt", stream)
+    expect(big.anthropic.requests.at(-1)!.body.messages).toHaveLength(3001)
+    const received = big.openai.requests.at(-1)!
+    expect(received.body.messages).toEqual(messages)
+    expect(order(received.text)).toEqual(indices)
+  })
+
+  it.each([false, true])("from an OpenAI-compatible endpoint to Anthropic, translated (stream %s)", async (stream) => {
+    big.openai.script({ kind: "status", status: 500 })
+    await ask("acme/gpt", "anthro/claude", stream)
+    expect(big.openai.requests.at(-1)!.body.messages).toEqual(messages)
+    const received = big.anthropic.requests.at(-1)!
+    expect(received.body.messages).toHaveLength(3001)
+    expect(order(received.text)).toEqual(indices)
+  })
+
+  it("from one OpenAI-compatible endpoint to another, on the Responses API", async () => {
+    big.openai.script({ kind: "status", status: 500 })
+    const input = messages.map((m) => ({ role: m.role as "user" | "assistant", content: m.content as string }))
+    const response = await bigClient.responses.create({
+      model: "acme/gpt",
+      input,
+      ...({ fallbacks: [{ model: "acme/second" }] } as object)
+    })
+    expect(response.model).toBe("acme/second")
+    const [first, second] = big.openai.requests.slice(-2)
+    expect(first.body.model).toBe("gpt-fake-1")
+    expect(second.body).toMatchObject({ model: "gpt-fake-2", input })
+    expect(order(second.text)).toEqual(indices)
+  })
+})

@@ -16,9 +16,12 @@
  * The caller decides where this is safe: a body parsed from the client's bytes by a parser that can parse them again
  * (`JsonSource.reparser`), read as it is. Not with fusion (its runs share the body), the preflight plugins (they
  * rewrite it) or the per-endpoint transforms (they read it again for each attempt).
+ *
+ * The OpenAI-compatible APIs do the same with their own fields (`OPENAI_FIELDS`): chat completions' `messages` and
+ * `tools`, the Responses API's and embeddings' `input`.
  */
+import type { OpenAiApi } from "../upstream/Upstream.js"
 import * as JsonSource from "./JsonSource.js"
-import type { MessagesRequest } from "./MessagesRequest.js"
 import type { JsonObject } from "./Wire.js"
 
 /** From this size a body's conversation is let go once sent; holding a smaller one costs little. */
@@ -32,29 +35,38 @@ export interface Conversation {
   readonly made: () => void
 }
 
-/** The top-level fields whose arrays hold a conversation. */
-const HOLDERS = ["messages", "tools", "system"] as const
+/** The top-level fields whose arrays hold a messages request's conversation. */
+export const MESSAGES_FIELDS: ReadonlyArray<string> = ["messages", "tools", "system"]
 
-const arraysOf = (o: { readonly [key: string]: unknown }, into: Set<Array<unknown>>): void => {
-  for (const key of HOLDERS) {
-    const value = o[key]
-    if (Array.isArray(value)) into.add(value)
-  }
+/** The same, for each OpenAI-compatible API. */
+export const OPENAI_FIELDS: Readonly<Record<OpenAiApi, ReadonlyArray<string>>> = {
+  chat: ["messages", "tools"],
+  responses: ["input", "tools"],
+  embeddings: ["input"]
 }
+
+type Holder = { readonly [key: string]: unknown }
 
 /**
  * The conversation of `raw`, the client's body as parsed, validated as `request` and forwarded as `forward`
- * (`forwardOf(raw)`).
+ * (`forwardOf(raw)`), held in the arrays of its `fields`.
  */
 export const make = (
   raw: JsonObject,
-  request: MessagesRequest,
+  request: Holder,
   forward: JsonObject,
-  forwardOf: (body: JsonObject) => JsonObject
+  forwardOf: (body: JsonObject) => JsonObject,
+  fields: ReadonlyArray<string> = MESSAGES_FIELDS
 ): Conversation => {
+  const arraysOf = (o: Holder, into: Set<Array<unknown>>): void => {
+    for (const key of fields) {
+      const value = o[key]
+      if (Array.isArray(value)) into.add(value)
+    }
+  }
   let current: JsonObject | undefined = forward
   // What holds the conversation's arrays besides `current`.
-  let holders: Array<{ readonly [key: string]: unknown }> = [raw, request]
+  let holders: Array<Holder> = [raw, request]
   let again: (() => object) | undefined
   return {
     body: () => {

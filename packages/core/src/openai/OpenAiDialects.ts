@@ -19,20 +19,22 @@ export interface Calls {
   readonly upstream: UpstreamService
   readonly api: OpenAiApi
   readonly bodyFor: (attempt: Attempt) => JsonObject
+  /** Passed on to each call (see `OpenAiCall.bodyMade`). */
+  readonly bodyMade?: (() => void) | undefined
 }
 
 const cannot = (api: OpenAiApi) =>
   new UpstreamError({ kind: "unsupported", message: `the configured upstream adapter cannot serve the ${api} API` })
 
-const json = ({ api, bodyFor, upstream }: Calls) => (attempt: Attempt) =>
+const json = ({ api, bodyFor, bodyMade, upstream }: Calls) => (attempt: Attempt) =>
   upstream.createOpenAi === undefined
     ? Effect.fail(cannot(api))
-    : upstream.createOpenAi({ api, endpoint: attempt.endpoint, body: bodyFor(attempt) })
+    : upstream.createOpenAi({ api, endpoint: attempt.endpoint, body: bodyFor(attempt), bodyMade })
 
-const open = ({ api, bodyFor, upstream }: Calls) => (attempt: Attempt) =>
+const open = ({ api, bodyFor, bodyMade, upstream }: Calls) => (attempt: Attempt) =>
   upstream.streamOpenAi === undefined
     ? Effect.fail(cannot(api))
-    : upstream.streamOpenAi({ api, endpoint: attempt.endpoint, body: bodyFor(attempt) })
+    : upstream.streamOpenAi({ api, endpoint: attempt.endpoint, body: bodyFor(attempt), bodyMade })
 
 const usageOf = (answer: JsonObject): JsonObject | undefined =>
   Predicate.isRecord(answer.usage) ? answer.usage as JsonObject : undefined

@@ -20,6 +20,7 @@ import type { Outcome } from "../execution/Outcome.js"
 import * as Routing from "../execution/Routing.js"
 import * as StreamCommit from "../execution/StreamCommit.js"
 import * as Quotas from "../limits/Quotas.js"
+import * as Conversation from "../messages/Conversation.js"
 import * as MessagesPorts from "../messages/MessagesPorts.js"
 import type { MessagesOptions } from "../messages/MessagesPorts.js"
 import type { RequestContext } from "../messages/RequestContext.js"
@@ -154,14 +155,21 @@ const create =
                     output: api !== "embeddings"
                   })
                 return Admission.admitted(ports.quotas, ports.usageLog, planning, demand, (execution) => {
-                  const forward = OpenAiBodies.forwardBody(api, forwarded, stream)
+                  const forwardOf = (from: JsonObject) => OpenAiBodies.forwardBody(api, from, stream)
+                  const forward = forwardOf(forwarded)
+                  // A large body read as it came lets go of its conversation once sent (see `Conversation`).
+                  const conversation = forwarded === body && (context.bodyBytes ?? 0) >= Conversation.RELEASE_FROM
+                    ? Conversation.make(body, request, forward, forwardOf, Conversation.OPENAI_FIELDS[api])
+                    : undefined
                   const calls: OpenAiDialects.Calls = {
                     upstream: ports.upstream,
                     api,
                     bodyFor: (attempt) => {
-                      const out = withField(forward, "model", attempt.endpoint.upstreamModel)
+                      const from = conversation === undefined ? forward : conversation.body()
+                      const out = withField(from, "model", attempt.endpoint.upstreamModel)
                       return attempt.maxTokens === undefined ? out : OpenAiBodies.clamp(api, out, attempt.maxTokens)
-                    }
+                    },
+                    bodyMade: conversation?.made
                   }
                   const dialect = api === "chat"
                     ? OpenAiDialects.chat(calls, {

@@ -134,6 +134,8 @@ export interface OpenAiCall {
   readonly api: OpenAiApi
   readonly endpoint: Endpoint
   readonly body: JsonObject
+  /** As `MessagesCall.bodyMade`: the adapter has made its request's text from `body` and will read it no more. */
+  readonly bodyMade?: (() => void) | undefined
 }
 
 /** A streamed OpenAI-protocol answer: the parsed `data` of each event (chat chunks, Responses events), per pull. */

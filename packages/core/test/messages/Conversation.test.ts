@@ -9,6 +9,8 @@ import * as JsonSource from "../../src/messages/JsonSource.js"
 import * as MessagesRequest from "../../src/messages/MessagesRequest.js"
 import { forwardBody } from "../../src/messages/UpstreamBody.js"
 import type { JsonObject } from "../../src/messages/Wire.js"
+import * as OpenAiBodies from "../../src/openai/OpenAiBodies.js"
+import * as OpenAiRequest from "../../src/openai/OpenAiRequest.js"
 
 const encoder = new TextEncoder()
 const decoder = new TextDecoder("utf-8", { fatal: true })
@@ -107,5 +109,48 @@ describe("Conversation", () => {
     fromCopy.made()
     expect(fromCopy.body()).toEqual(expected)
     expect(other.raw.messages).toHaveLength(50)
+  })
+
+  it("does the same with an OpenAI-compatible API's own fields: chat completions' messages and tools", () => {
+    const chatText = JSON.stringify({
+      model: "m",
+      max_tokens: 10,
+      stream: true,
+      messages: [
+        { role: "system", content: "be brief" },
+        ...Array.from({ length: 50 }, (_, i) => ({
+          role: i % 2 === 0 ? "user" : "assistant",
+          content: `turn ${i} ${"x".repeat(100)}`
+        }))
+      ],
+      tools: [{ type: "function", function: { name: "read", parameters: { type: "object" } } }],
+      models: ["m2"]
+    })
+    const chatBytes = encoder.encode(chatText)
+    const counted = parser()
+    const raw = JSON.parse(chatText) as JsonObject
+    JsonSource.record(raw, chatBytes, undefined, counted.parse)
+    const validated = OpenAiRequest.validate("chat", raw)
+    if (validated._tag === "Left") throw new Error(validated.left.message)
+    const forwardOf = (body: JsonObject) => OpenAiBodies.forwardBody("chat", body, true)
+    const forward = forwardOf(raw)
+    const conversation = Conversation.make(
+      raw,
+      validated.right.request,
+      forward,
+      forwardOf,
+      Conversation.OPENAI_FIELDS.chat
+    )
+    conversation.made()
+    for (const holder of [raw, validated.right.request, forward] as Array<{ readonly [key: string]: unknown }>) {
+      expect(holder.messages).toEqual([])
+      expect(holder.tools).toEqual([])
+    }
+    const second = conversation.body()
+    expect(second).toEqual(forwardOf(JSON.parse(chatText) as JsonObject))
+    expect(second.stream_options).toEqual({ include_usage: true })
+    expect(second).not.toHaveProperty("models")
+    expect(JsonSource.of(second)?.bytes).toBe(chatBytes)
+    expect(counted.parses()).toBe(1)
   })
 })

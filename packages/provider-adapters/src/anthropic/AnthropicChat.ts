@@ -28,6 +28,14 @@ const unsupported = (call: Upstream.OpenAiCall) =>
     message: `an Anthropic-protocol provider cannot serve the OpenAI ${call.api} API`
   })
 
+/** The arrays of a translated request that hold its conversation: made by the translation, shared with nothing. */
+const CONVERSATION = ["messages", "tools", "system"] as const
+
+/**
+ * The chat call as a Messages call. Once the Messages adapter has made its text, the translation is emptied (it is
+ * this adapter's own, held wherever the Messages call is, for as long as the answer is awaited) and the caller is told
+ * that the client's body may go too (`OpenAiCall.bodyMade`).
+ */
 const translated = (call: Upstream.OpenAiCall, stream: boolean) =>
   Either.map(
     ChatTranslate.toMessagesRequest(call.body, {
@@ -35,7 +43,18 @@ const translated = (call: Upstream.OpenAiCall, stream: boolean) =>
       stream,
       defaultMaxTokens: call.endpoint.maxCompletionTokens ?? DEFAULT_MAX_TOKENS
     }),
-    (body): Upstream.MessagesCall => ({ endpoint: call.endpoint, body, headers: {} })
+    (body): Upstream.MessagesCall => ({
+      endpoint: call.endpoint,
+      body,
+      headers: {},
+      bodyMade: () => {
+        for (const key of CONVERSATION) {
+          const value = body[key]
+          if (Array.isArray(value)) value.length = 0
+        }
+        call.bodyMade?.()
+      }
+    })
   )
 
 const presentation = (call: Upstream.OpenAiCall) => {

@@ -57,11 +57,18 @@ export const make = (transport: Transport, options: PassThroughOptions) => {
   const base = options.baseUrl.replace(/\/+$/, "")
   const urlOf = (call: Upstream.OpenAiCall) => `${base}${Upstream.openAiPaths[call.api]}`
 
+  /** The call's text; its body is read no more after it (see `OpenAiCall.bodyMade`). */
+  const textOf = (call: Upstream.OpenAiCall) => {
+    const text = JsonBody.encode(capField(call, options.maxTokensField))
+    call.bodyMade?.()
+    return text
+  }
+
   const createOpenAi = (call: Upstream.OpenAiCall): Effect.Effect<Wire.JsonObject, Upstream.UpstreamError> =>
     postJson(transport, {
       url: urlOf(call),
       headers: options.headers,
-      body: () => JsonBody.encode(capField(call, options.maxTokensField)),
+      body: () => textOf(call),
       stream: false,
       describeError
     }) as Effect.Effect<Wire.JsonObject, Upstream.UpstreamError>
@@ -73,7 +80,7 @@ export const make = (transport: Transport, options: PassThroughOptions) => {
     return openEventStream(transport, {
       url: urlOf(call),
       headers: options.streamHeaders,
-      body: JsonBody.encode(capField(call, options.maxTokensField)),
+      body: textOf(call),
       stream: true,
       describeError
     }, {
