@@ -57,7 +57,10 @@ describe("ChunkShortcut", () => {
   it("reads past OpenAI's obfuscation padding, which changes with every chunk, when it is a plain string", () => {
     const shortcut = learned(text("Hello", { obfuscation: "kQ8" }))
     assert.strictEqual(shortcut.text(text(" there", { obfuscation: "Zx91mP0" })), " there")
+    // The padding of the chunk just read, for a caller that passes chunks on (core's `ChunkTemplate`).
+    assert.strictEqual(shortcut.padding(), "Zx91mP0")
     assert.strictEqual(shortcut.text(text(" there", { obfuscation: "" })), " there")
+    assert.strictEqual(shortcut.padding(), "")
     // A padding with an escape, or no padding at all, is parsed.
     assert.isUndefined(shortcut.text(text(" there", { obfuscation: "a\"b" })))
     assert.isUndefined(shortcut.text(text(" there")))
@@ -100,9 +103,12 @@ describe("ChunkShortcut", () => {
       chunk({ content: "Hi" }, { extra: { message: { content: "Hi" } } })
     ]
     for (const data of never.map((c) => JSON.stringify(c))) {
+      assert.isFalse(ChunkShortcut.make().learn(data, JSON.parse(data) as Json), data)
       const shortcut = learned(data)
       assert.isUndefined(shortcut.text(data), data)
     }
+    const eligible = JSON.stringify(chunk({ content: "Hi" }))
+    assert.isTrue(ChunkShortcut.make().learn(eligible, JSON.parse(eligible) as Json))
     // The only raw `"content":"` inside another key (`a"content`), the delta's key written with an escape: not the text.
     const disguised = (other: string) =>
       JSON.stringify(chunk({ content: "Hi" }, { extra: { "a\"content": other } })).replace(

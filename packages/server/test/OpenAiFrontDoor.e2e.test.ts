@@ -105,6 +105,52 @@ describe.each([
 })
 
 describe("pass-through to an OpenAI-compatible endpoint", () => {
+  // Text chunks that repeat the last one but for their text are read without parsing and written from that chunk's
+  // frame (core's `ChunkTemplate`): each must still be the upstream's chunk with the catalogue's model id and the
+  // provider, `usage: null` kept only for a client that asked for usage.
+  it.each([false, true])(
+    "passes each chunk of a stream on as the upstream sent it (include_usage %s)",
+    async (usage) => {
+      const words = "one two three four five six seven eight nine ten"
+      const raw = await fetch(`${h.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` },
+        body: JSON.stringify({
+          model: "acme/gpt",
+          max_tokens: 50,
+          stream: true,
+          ...(usage ? { stream_options: { include_usage: true } } : {}),
+          messages: [{ role: "user", content: words }]
+        })
+      })
+      const data = (await raw.text()).split("\n\n").filter((frame) => frame.startsWith("data: ")).map((frame) =>
+        frame.slice(6)
+      )
+      expect(data.at(-1)).toBe("[DONE]")
+      const chunks = data.slice(0, -1).map((text) => JSON.parse(text) as Record<string, any>)
+      const content = chunks.filter((chunk) => chunk.choices.length > 0)
+      expect(content.length).toBeGreaterThan(10)
+      for (const chunk of content) {
+        expect(Object.keys(chunk)).toEqual([
+          "id",
+          "object",
+          "created",
+          "model",
+          "service_tier",
+          "system_fingerprint",
+          "choices",
+          ...(usage ? ["usage"] : []),
+          "provider"
+        ])
+        expect(chunk).toMatchObject({ id: content[0].id, object: "chat.completion.chunk", model: "acme/gpt" })
+        expect(chunk.provider).toBe("acme")
+        if (usage) expect(chunk.usage).toBeNull()
+      }
+      expect(content.map((chunk) => chunk.choices[0].delta.content ?? "").join("")).toBe(`Echo: ${words}`)
+      expect(chunks.length - content.length).toBe(usage ? 1 : 0)
+    }
+  )
+
   it("forwards the fields the gateway does not know untouched, with the model id rewritten", async () => {
     await client.chat.completions.create({
       model: "acme/gpt",

@@ -12,6 +12,7 @@ import type { Dialect, FrameContext, FrameDialect } from "../execution/Dialect.j
 import type { JsonObject } from "../messages/Wire.js"
 import type { Attempt } from "../routing/RoutePlanner.js"
 import { type OpenAiApi, UpstreamError, type UpstreamService } from "../upstream/Upstream.js"
+import * as ChunkTemplate from "./ChunkTemplate.js"
 import * as OpenAiUsage from "./OpenAiUsage.js"
 
 /** How the attempts of one request are called: the body each endpoint receives. */
@@ -76,40 +77,47 @@ const hasContent = (delta: unknown): boolean => {
     (Array.isArray(delta.tool_calls) && delta.tool_calls.length > 0)
 }
 
-const chatFrames = (includeUsage: boolean): FrameDialect<JsonObject> => ({
-  isContent: (chunk) => {
-    const choice = choiceOf(chunk)
-    return choice !== undefined && (hasContent(choice.delta) || choice.finish_reason != null)
-  },
-  isEnd: (chunk) => choiceOf(chunk)?.finish_reason != null,
-  frame: (chunk, context) => {
-    const usage = usageOf(chunk)
-    if (usage !== undefined) context.state.usage = usage
-    const choices = chunk.choices
-    if (usage !== undefined && !includeUsage && (!Array.isArray(choices) || choices.length === 0)) return ""
-    const out: JsonObject = Object.assign({}, chunk, {
-      model: context.attempt.model.id,
-      provider: context.attempt.endpoint.provider
-    })
-    if (usage !== undefined && includeUsage) {
-      out.usage = Object.assign({}, usage, { cost: Number(context.charge().cost) })
-    } else if (!includeUsage && "usage" in out) delete out.usage
-    if (context.pipeline !== undefined && usage !== undefined) out.service_metadata = { pipeline: context.pipeline }
-    return `data: ${JSON.stringify(out)}\n\n`
-  },
-  // OpenRouter's form: the openai SDK raises an APIError for a chunk with `error`.
-  error: (error, requestId) =>
-    `data: ${
-      JSON.stringify({
-        id: requestId,
-        object: "chat.completion.chunk",
-        choices: [{ index: 0, delta: {}, finish_reason: "error" }],
-        error: errorBody(error)
-      })
-    }\n\n`,
-  trailer: "data: [DONE]\n\n",
-  unfinished: "upstream stream ended before a finish_reason"
-})
+/** A chunk as the client gets it: the catalogue's model id, the provider, the cost in its usage. */
+const chatFrame = (includeUsage: boolean) => (chunk: JsonObject, context: FrameContext): string => {
+  const usage = usageOf(chunk)
+  if (usage !== undefined) context.state.usage = usage
+  const choices = chunk.choices
+  if (usage !== undefined && !includeUsage && (!Array.isArray(choices) || choices.length === 0)) return ""
+  const out: JsonObject = Object.assign({}, chunk, {
+    model: context.attempt.model.id,
+    provider: context.attempt.endpoint.provider
+  })
+  if (usage !== undefined && includeUsage) {
+    out.usage = Object.assign({}, usage, { cost: Number(context.charge().cost) })
+  } else if (!includeUsage && "usage" in out) delete out.usage
+  if (context.pipeline !== undefined && usage !== undefined) out.service_metadata = { pipeline: context.pipeline }
+  return `data: ${JSON.stringify(out)}\n\n`
+}
+
+const chatFrames = (includeUsage: boolean): FrameDialect<JsonObject> => {
+  const frame = chatFrame(includeUsage)
+  return {
+    isContent: (chunk) => {
+      const choice = choiceOf(chunk)
+      return choice !== undefined && (hasContent(choice.delta) || choice.finish_reason != null)
+    },
+    isEnd: (chunk) => choiceOf(chunk)?.finish_reason != null,
+    // A text chunk an adapter read as its template with other text is written from the template's frame.
+    frame: (chunk, context) => ChunkTemplate.frameWith(chunk, frame, context),
+    // OpenRouter's form: the openai SDK raises an APIError for a chunk with `error`.
+    error: (error, requestId) =>
+      `data: ${
+        JSON.stringify({
+          id: requestId,
+          object: "chat.completion.chunk",
+          choices: [{ index: 0, delta: {}, finish_reason: "error" }],
+          error: errorBody(error)
+        })
+      }\n\n`,
+    trailer: "data: [DONE]\n\n",
+    unfinished: "upstream stream ended before a finish_reason"
+  }
+}
 
 /** A chat completion as told: also `system_fingerprint`, present (as null when unknown) as OpenRouter's SDK requires. */
 const respondChat = (

@@ -24,8 +24,10 @@ import { asArray, asObject, asString } from "./Translation.js"
 /** The text of a chunk that matches the template, or `undefined` (parse it). */
 export interface ChunkShortcut {
   readonly text: (data: string) => string | undefined
-  /** Offers a chunk parsed in full: it becomes the template when its only effect is its text. */
-  readonly learn: (data: string, chunk: Wire.JsonObject) => void
+  /** The `obfuscation` padding of the chunk `text` last matched, when the template has one. */
+  readonly padding: () => string | undefined
+  /** Offers a chunk parsed in full: it becomes the template (true) when its only effect is its text. */
+  readonly learn: (data: string, chunk: Wire.JsonObject) => boolean
 }
 
 const CONTENT_KEY = "\"content\":\""
@@ -75,6 +77,7 @@ export const make = (): ChunkShortcut => {
   let before: string | undefined = undefined
   let after = ""
   let padded = false
+  let lastPadding: string | undefined = undefined
   const seen = { escaped: false }
 
   const text = (data: string): string | undefined => {
@@ -91,6 +94,7 @@ export const make = (): ChunkShortcut => {
         const c = data.charCodeAt(i)
         if (c === QUOTE || c === BACKSLASH || c < 0x20) return undefined
       }
+      lastPadding = data.slice(rest + 1, data.length - 2)
     } else if (rest !== data.length) return undefined
     if (!seen.escaped) return data.slice(before.length, close)
     try {
@@ -100,22 +104,22 @@ export const make = (): ChunkShortcut => {
     }
   }
 
-  const learn = (data: string, chunk: Wire.JsonObject): void => {
+  const learn = (data: string, chunk: Wire.JsonObject): boolean => {
     const content = textOnly(chunk)
-    if (content === undefined) return
+    if (content === undefined) return false
     // The only `"content":"` of the chunk, a key (after `{` or `,`), whose string is the delta's text.
     const at = data.indexOf(CONTENT_KEY)
-    if (at <= 0 || data.indexOf(CONTENT_KEY, at + 1) !== -1) return
+    if (at <= 0 || data.indexOf(CONTENT_KEY, at + 1) !== -1) return false
     const previous = data.charCodeAt(at - 1)
-    if (previous !== OPEN_BRACE && previous !== COMMA) return
+    if (previous !== OPEN_BRACE && previous !== COMMA) return false
     const open = at + CONTENT_KEY.length
     seen.escaped = false
     const close = closingQuote(data, open, seen)
-    if (close === -1) return
+    if (close === -1) return false
     try {
-      if (JSON.parse(data.slice(open - 1, close + 1)) !== content) return
+      if (JSON.parse(data.slice(open - 1, close + 1)) !== content) return false
     } catch {
-      return
+      return false
     }
     // A plain padding (no quote or backslash to escape) that ends the chunk is left out of the template.
     const padding = asString(chunk.obfuscation)
@@ -130,9 +134,10 @@ export const make = (): ChunkShortcut => {
       after = data.slice(close + 1)
       padded = false
     }
+    return true
   }
 
-  return { text, learn }
+  return { text, padding: () => (padded ? lastPadding : undefined), learn }
 }
 
 const malformed = () =>

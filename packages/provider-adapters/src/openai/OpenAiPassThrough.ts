@@ -3,13 +3,14 @@
  * stripped, the model id the endpoint's) is sent as it is, and the answer comes back as it is, JSON or each event's
  * parsed `data` as it arrives. Only the output-cap field is renamed when the endpoint takes the other one.
  */
-import { JsonSource, Upstream } from "@model-gateway/core"
+import { ChunkTemplate, JsonSource, Upstream } from "@model-gateway/core"
 import type { Wire } from "@model-gateway/core"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as JsonBody from "../internal/JsonBody.js"
 import type { Transport } from "../internal/Transport.js"
 import { openEventStream, postJson } from "../internal/Transport.js"
+import * as ChunkShortcut from "./ChunkShortcut.js"
 import * as OpenAiTranslate from "./OpenAiTranslate.js"
 
 export interface PassThroughOptions {
@@ -77,6 +78,10 @@ export const make = (transport: Transport, options: PassThroughOptions) => {
   // conversation) for as long as the stream is open.
   const streamOpenAi = (call: Upstream.OpenAiCall): Effect.Effect<Upstream.JsonPull, never, Scope.Scope> => {
     const { api } = call
+    // A chat chunk that repeats the last text chunk but for its text is read without parsing (see core's
+    // `ChunkTemplate`, and `ChunkShortcut`).
+    const shortcut = api === "chat" ? ChunkShortcut.make() : undefined
+    let template: ChunkTemplate.ChunkTemplate | undefined = undefined
     return openEventStream(transport, {
       url: urlOf(call),
       headers: options.streamHeaders,
@@ -87,12 +92,20 @@ export const make = (transport: Transport, options: PassThroughOptions) => {
       event: (message, out: Array<Wire.JsonObject>) => {
         // `[DONE]` ends a chat stream: nothing after it is read.
         if (message.data === "[DONE]") return true
+        if (template !== undefined) {
+          const text = shortcut!.text(message.data)
+          if (text !== undefined) {
+            out.push(ChunkTemplate.fill(template, text, shortcut!.padding()))
+            return
+          }
+        }
         let data: Wire.JsonObject
         try {
           data = JSON.parse(message.data) as Wire.JsonObject
         } catch {
           throw malformed
         }
+        if (shortcut?.learn(message.data, data) === true) template = ChunkTemplate.make(data)
         if (api === "chat" && data.error !== undefined && data.error !== null) {
           throw OpenAiTranslate.classifyInBandError(data.error)
         }
