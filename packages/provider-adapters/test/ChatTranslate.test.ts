@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import { ChunkTemplate } from "@model-gateway/core"
 import type { Upstream, Wire } from "@model-gateway/core"
 import { Either } from "effect"
 import OpenAI from "openai"
@@ -713,6 +714,12 @@ describe("makeChunkTranslator", () => {
       }
     ])
     assert.strictEqual(chunks.filter((c) => (choiceOf(c)?.delta as Json | undefined)?.role !== undefined).length, 1)
+    // The text chunks after the first are made from it (core's `ChunkTemplate`), so that they are written from its frame.
+    const template = ChunkTemplate.templateOf(chunks[2])
+    assert.isDefined(template)
+    assert.strictEqual(template!.chunk, chunks[1])
+    assert.strictEqual(ChunkTemplate.templateOf(chunks[3]), template)
+    assert.isUndefined(ChunkTemplate.templateOf(chunks[1]))
   })
 
   it("gives each event's chunks as the event arrives", () => {

@@ -3,7 +3,7 @@
  * completions answer the gateway's `/v1/chat/completions` front door gives: a `chat.completion`, or
  * `chat.completion.chunk`s made as each event arrives. No I/O, no SSE framing.
  */
-import { Upstream, Wire } from "@model-gateway/core"
+import { ChunkTemplate, Upstream, Wire } from "@model-gateway/core"
 import * as Either from "effect/Either"
 
 type JsonObject = Wire.JsonObject
@@ -173,8 +173,17 @@ export const makeChunkTranslator = (options: ChunkTranslatorOptions): ChunkTrans
     }
   }
 
+  // The first text chunk; the next are made from it, and written from its frame (core's `ChunkTemplate`).
+  let textTemplate: ChunkTemplate.ChunkTemplate | undefined = undefined
+
   const textDelta = (out: Array<JsonObject>, text: unknown): void => {
-    if (typeof text === "string" && text !== "") emit(out, { content: text })
+    if (typeof text !== "string" || text === "") return
+    if (textTemplate !== undefined) {
+      out.push(ChunkTemplate.fill(textTemplate, text, undefined))
+      return
+    }
+    emit(out, { content: text })
+    textTemplate = ChunkTemplate.make(out[out.length - 1])
   }
 
   const thinkingDelta = (out: Array<JsonObject>, thinking: unknown): void => {
