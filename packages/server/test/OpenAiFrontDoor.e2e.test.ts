@@ -401,6 +401,17 @@ describe("a large conversation falling back", () => {
     expect(order(received.text)).toEqual(indices)
   })
 
+  it("embeds a large input whole, in order", async () => {
+    const input = messages.map((m) => m.content as string)
+    const result = await bigClient.embeddings.create({ model: "acme/gpt", input })
+    expect(result.data).toHaveLength(input.length)
+    expect(result.data.map((d) => d.index)).toEqual(input.map((_, i) => i))
+    const received = big.openai.requests.at(-1)!
+    expect(received.path).toBe("/v1/embeddings")
+    expect(received.body.input).toEqual(input)
+    expect(order(received.text)).toEqual(indices)
+  })
+
   it("from one OpenAI-compatible endpoint to another, on the Responses API", async () => {
     big.openai.script({ kind: "status", status: 500 })
     const input = messages.map((m) => ({ role: m.role as "user" | "assistant", content: m.content as string }))
