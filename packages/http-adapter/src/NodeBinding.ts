@@ -18,7 +18,7 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import type { GatewayRequest, GatewayResponse, Handler, HandlerRequirements } from "./GatewayHttp.js"
 import type * as HttpTypes from "./HttpTypes.js"
 import type { BodyError } from "./HttpTypes.js"
-import { endAtTurnEnd } from "./TurnEnd.js"
+import { endAtTurnEnd, writeAtTurnEnd } from "./TurnEnd.js"
 
 export interface NodeOptions {
   /** Largest accepted request body in bytes; larger gets 413. Default 32 MiB. */
@@ -162,13 +162,15 @@ const writeStream = (res: ServerResponse, stream: Stream.Stream<string>): Effect
 
 /**
  * A writer of pushed frames (see `Push`): one write per chunk of frames; when the socket asks to wait, the source is
- * resumed by its `drain`.
+ * resumed by its `drain`. The last frames are sent at the end of the turn (`writeAtTurnEnd`), by then most often with
+ * the body's end: one system call for both.
  */
-const frameWriter = (res: ServerResponse): Push.Writer<string> => (frames, resume) => {
+const frameWriter = (res: ServerResponse): Push.Writer<string> => (frames, resume, last) => {
   // A response gone is not resumed: its close interrupts the request's fiber, which releases the source.
   if (res.destroyed) return false
   if (frames.length === 0) return true
-  if (res.write(joined(frames))) return true
+  const text = joined(frames)
+  if (last === true ? writeAtTurnEnd(res, text) : res.write(text)) return true
   res.once("drain", resume)
   return false
 }

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "@effect/vitest"
 import { Push } from "@model-gateway/core"
 import { Chunk, Effect, Layer, ManagedRuntime, Option, Stream } from "effect"
 import { createServer, request as httpRequest, type Server } from "node:http"
-import { type AddressInfo, connect } from "node:net"
+import { type AddressInfo, connect, type Socket } from "node:net"
 import type { GatewayRequest, Handler, HandlerRequirements } from "../src/GatewayHttp.js"
 import * as NodeBinding from "../src/NodeBinding.js"
 
@@ -324,6 +324,64 @@ describe("NodeBinding", () => {
       for (let i = 0; i < 100 && releases === 0; i++) await new Promise((r) => setTimeout(r, 10))
       await new Promise((r) => setTimeout(r, 50))
       expect(releases).toBe(1)
+    })
+
+    it("the last frames and the body's end leave in one write; frames before them, each as it is pushed", async () => {
+      // What the server's socket sends, one entry per system call (`_write` or `_writev`).
+      const sent: Array<string> = []
+      const record = (socket: Socket) => {
+        const hooks = socket as unknown as {
+          _write: (chunk: unknown, encoding: unknown, callback: unknown) => void
+          _writev: (chunks: Array<{ chunk: unknown }>, callback: unknown) => void
+        }
+        const write = hooks._write
+        const writev = hooks._writev
+        hooks._write = function(chunk, encoding, callback) {
+          sent.push(String(chunk))
+          return write.call(this, chunk, encoding, callback)
+        }
+        hooks._writev = function(chunks, callback) {
+          sent.push(chunks.map(({ chunk }) => String(chunk)).join(""))
+          return writev.call(this, chunks, callback)
+        }
+      }
+      // As the transport pushes: each read's frames in a callback of their own; the read holding the answer's end
+      // says so, and the push ends in the same callback.
+      const pushing = Push.pushable(
+        Effect.succeed(Chunk.of("data: first\n\n")),
+        (write) =>
+          Effect.async<void>((resume) => {
+            setTimeout(() => {
+              write(Chunk.of("data: middle\n\n"), () => {})
+              setTimeout(() => {
+                write(Chunk.of("data: end\n\n"), () => {}, true)
+                resume(Effect.void)
+              }, 5)
+            }, 5)
+          })
+      )
+      const url = await listen(() =>
+        Effect.succeed({
+          status: 200,
+          headers: { "content-type": "text/event-stream" },
+          body: {
+            _tag: "Stream" as const,
+            stream: Stream.empty,
+            open: Effect.die("the binding claims these frames"),
+            claim: claimed(pushing, () => {})
+          }
+        })
+      )
+      server!.on("connection", record)
+      const response = await fetch(`${url}/v1/messages`, { method: "POST", body: "{}" })
+      expect(await response.text()).toBe("data: first\n\ndata: middle\n\ndata: end\n\n")
+      const body = sent.filter((text) => !text.startsWith("HTTP/1.1"))
+      expect(sent[0]).toContain("data: first")
+      expect(body).toHaveLength(2)
+      expect(body[0]).toContain("data: middle")
+      expect(body[0]).not.toContain("0\r\n\r\n")
+      expect(body[1]).toContain("data: end\n\n")
+      expect(body[1].endsWith("\r\n0\r\n\r\n")).toBe(true)
     })
 
     it("written whole and released once; a head that cannot be written: released, and answered 500", async () => {

@@ -1,10 +1,11 @@
 /**
  * Answers ended at the end of the event loop's turn: not before it, in the order asked, none for a response already
- * gone, and one whose end throws is destroyed without keeping the others from ending.
+ * gone, and one whose end throws is destroyed without keeping the others from ending. Frames written at once, their
+ * socket corked until the turn's end, and uncorked then only if nothing (an `end`) uncorked it already.
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { OutgoingMessage } from "node:http"
-import { endAtTurnEnd } from "../src/TurnEnd.js"
+import { endAtTurnEnd, writeAtTurnEnd } from "../src/TurnEnd.js"
 
 const fake = (name: string, log: Array<string>, options: { destroyed?: boolean; throws?: boolean } = {}) => {
   const message = {
@@ -54,5 +55,46 @@ describe("TurnEnd", () => {
     expect(log).toEqual(["first:1"])
     await new Promise((resolve) => setImmediate(resolve))
     expect(log).toEqual(["first:1", "second:2"])
+  })
+
+  it("writes at once, the socket corked once until the turn's end; a socket uncorked meanwhile is left alone", async () => {
+    const log: Array<string> = []
+    const socketOf = (name: string) => {
+      const socket = {
+        writableCorked: 0,
+        destroyed: false,
+        cork: () => {
+          socket.writableCorked++
+          log.push(`${name} cork`)
+        },
+        uncork: () => {
+          socket.writableCorked--
+          log.push(`${name} uncork`)
+        }
+      }
+      return socket
+    }
+    const messageOf = (name: string, socket: ReturnType<typeof socketOf>) =>
+      ({
+        socket,
+        write: (text: string) => {
+          log.push(`${name} write ${text}`)
+          return text !== "full"
+        }
+      }) as unknown as OutgoingMessage
+    const a = socketOf("a")
+    const b = socketOf("b")
+    expect(writeAtTurnEnd(messageOf("a", a), "1")).toBe(true)
+    expect(writeAtTurnEnd(messageOf("a", a), "full")).toBe(false)
+    writeAtTurnEnd(messageOf("b", b), "2")
+    expect(log).toEqual(["a cork", "a write 1", "a write full", "b cork", "b write 2"])
+    // b's answer ended within the turn: `end` uncorks its socket whole.
+    b.writableCorked = 0
+    await new Promise((resolve) => process.nextTick(resolve))
+    expect(a.writableCorked).toBe(1)
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(log.slice(5)).toEqual(["a uncork"])
+    expect(a.writableCorked).toBe(0)
+    expect(b.writableCorked).toBe(0)
   })
 })

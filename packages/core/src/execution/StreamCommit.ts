@@ -260,18 +260,19 @@ const framePull = <E>(told: Telling<E>, committed: Committed<E>, state: StreamSt
         write(takeHeld(), ignore)
       }
       if (position !== "upstream") {
-        if (position === "end") write(ended(), ignore)
+        if (position === "end") write(ended(), ignore, true)
         position = "over"
         return Effect.void
       }
-      return Effect.match(upstream((events, resume) => write(Chunk.map(events, decorate), resume)), {
+      // `decorate` notes the dialect's end event as it frames it: the frames that hold it are the last.
+      return Effect.match(upstream((events, resume) => write(Chunk.map(events, decorate), resume, state.sawEnd)), {
         onFailure: (error) => {
           position = "over"
-          write(failed(error), ignore)
+          write(failed(error), ignore, true)
         },
         onSuccess: () => {
           position = "over"
-          write(ended(), ignore)
+          write(ended(), ignore, true)
         }
       })
     })

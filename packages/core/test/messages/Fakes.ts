@@ -305,7 +305,7 @@ export const readFrames = (outcome: MessagesService.MessagesOutcome): Effect.Eff
  */
 export const pushFrames = (
   outcome: MessagesService.MessagesOutcome,
-  write: (frames: ReadonlyArray<Frame>, resume: () => void) => boolean = () => true,
+  write: (frames: ReadonlyArray<Frame>, resume: () => void, last: boolean) => boolean = () => true,
   pullFirst = true
 ): Effect.Effect<Array<Frame>> => {
   if (outcome._tag !== "Stream") return Effect.die(new Error("expected a stream"))
@@ -319,10 +319,10 @@ export const pushFrames = (
         if (first === undefined) return frames
         for (const frame of first) frames.push(parseFrame(frame))
       }
-      yield* push((chunk, resume) => {
+      yield* push((chunk, resume, last) => {
         const parsed = Chunk.toReadonlyArray(chunk).map(parseFrame)
         frames.push(...parsed)
-        return write(parsed, resume)
+        return write(parsed, resume, last === true)
       })
       return frames
     })))

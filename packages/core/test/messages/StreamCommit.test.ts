@@ -205,6 +205,37 @@ describe("pushed stream frames (the upstream can push, as the transport's stream
       assert.strictEqual(delta.usage.cost, 0.0002)
     }))
 
+  it.effect("the frames that hold the end are pushed as the last, and only they", () =>
+    Effect.gen(function*() {
+      const [start, deltas, end] = streamed("msg_a", ["Hel", "lo"], 3, 2)
+      const g = yield* gateway(models, { pushing: true, stream: { "a@p1": [start, deltas, deltas, end] } })
+      const writes: Array<{ readonly names: Array<string>; readonly last: boolean }> = []
+      yield* pushFrames(yield* g.create(request()), (frames, _resume, last) => {
+        // The end's own frames, none here (no trailer), come as an empty write: the writer has nothing to send.
+        if (frames.length > 0) writes.push({ names: frames.map((f) => f.event), last })
+        return true
+      })
+      assert.isAbove(writes.length, 1)
+      assert.deepStrictEqual(writes.map((w) => w.last), writes.map((_, i) => i === writes.length - 1))
+      assert.include(writes.at(-1)!.names, "message_stop")
+    }))
+
+  it.effect("an in-band error frame is pushed as the last frames", () =>
+    Effect.gen(function*() {
+      const [start, deltas] = streamed("msg_a", ["partial"], 3, 0)
+      const g = yield* gateway(models, {
+        pushing: true,
+        stream: { "a@p1": [start, deltas, [{ type: "content_block_delta", index: 0 }], failure("transport")] }
+      })
+      const writes: Array<{ readonly names: Array<string>; readonly last: boolean }> = []
+      yield* pushFrames(yield* g.create(request()), (frames, _resume, last) => {
+        writes.push({ names: frames.map((f) => f.event), last })
+        return true
+      })
+      assert.deepStrictEqual(writes.at(-1), { names: ["error"], last: true })
+      assert.isTrue(writes.slice(0, -1).every((w) => !w.last))
+    }))
+
   it.effect("pushed from the start, without a first pull: the held frames first, then the rest", () =>
     Effect.gen(function*() {
       const script = (pushing: boolean) => ({ pushing, stream: { "a@p1": streamed("msg_a", ["Hel", "lo"], 3, 2) } })
