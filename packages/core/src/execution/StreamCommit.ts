@@ -10,7 +10,7 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import * as GatewayError from "../errors/GatewayError.js"
-import { closeWithEnclosing } from "../internal/Scopes.js"
+import { closeWithEnclosing, eitherIn } from "../internal/Scopes.js"
 import type { Attempt } from "../routing/RoutePlanner.js"
 import * as PullUntil from "../upstream/PullUntil.js"
 import * as Push from "../upstream/Push.js"
@@ -114,7 +114,7 @@ const commit = <A, E>(ports: ExecutorPorts, planned: Planned<A, E>, opening: Ope
       const attemptStart = clock.unsafeCurrentTimeMillis()
       const scope = yield* Scope.make()
       opening.scope = scope
-      const opened = yield* Effect.either(Scope.extend(dialect.open(attempt), scope))
+      const opened = yield* eitherIn(dialect.open(attempt), scope)
       // An attempt that could not be opened failed as one whose first pull failed.
       const pull: Pull<E> = Either.isRight(opened) ? opened.right : Effect.fail(opened.left)
       // Until the first content: one wait for the events before it where the source can (see `PullUntil`).

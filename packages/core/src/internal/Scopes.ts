@@ -6,10 +6,36 @@
  * service, twice per finalizer, on every streamed request. A finalizer that needs none of the adding fiber's refs is
  * added to the enclosing scope directly instead.
  */
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import type * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as FiberRef from "effect/FiberRef"
 import * as Scope from "effect/Scope"
 
 /** Closes `inner` when the enclosing scope closes (without restoring the adding fiber's refs for it). */
 export const closeWithEnclosing = (inner: Scope.CloseableScope): Effect.Effect<void, never, Scope.Scope> =>
   Effect.scopeWith((enclosing) => Scope.addFinalizer(enclosing, Scope.close(inner, Exit.void)))
+
+/**
+ * `Effect.either(Scope.extend(effect, scope))`, without the acquire-use-release by which Effect provides a service
+ * (`FiberRef.locally`: an uninterruptible region, the exit kept and matched, some 15 Effect instructions) on every
+ * attempt of every streamed request: the context is set, `effect` run to its outcome, and the context put back. Not
+ * for an interruptible wait: an interrupted fiber unwinds with `scope` left in its context, which is harmless only
+ * where no finalizer up the stack takes a scope from the context (`StreamCommit`'s name theirs).
+ */
+export const eitherIn = <A, E>(
+  effect: Effect.Effect<A, E, Scope.Scope>,
+  scope: Scope.Scope
+): Effect.Effect<Either.Either<A, E>> =>
+  Effect.withFiberRuntime((fiber) => {
+    const context = fiber.currentContext
+    return Effect.zipRight(
+      FiberRef.set(FiberRef.currentContext, Context.add(context, Scope.Scope, scope)),
+      Effect.flatMap(
+        // Its Scope is in the context now, which the type cannot tell.
+        Effect.either(effect as Effect.Effect<A, E>),
+        (result) => Effect.as(FiberRef.set(FiberRef.currentContext, context), result)
+      )
+    )
+  })
