@@ -281,6 +281,20 @@ describe("NodeBinding", () => {
   describe("claimed frames (the use cases' streams)", () => {
     const claimed = (pushing: Effect.Effect<Chunk.Chunk<string> | undefined>, onRelease: () => void) =>
       Effect.succeed({ pull: pushing, release: Effect.sync(onRelease) })
+    /** Serves `frames` claimed, as the use cases' streams are; `onRelease` counts their releases. */
+    const listenClaimed = (frames: Effect.Effect<Chunk.Chunk<string> | undefined>, onRelease: () => void) =>
+      listen(() =>
+        Effect.succeed({
+          status: 200,
+          headers: { "content-type": "text/event-stream" },
+          body: {
+            _tag: "Stream" as const,
+            stream: Stream.empty,
+            open: Effect.die("the binding claims these frames"),
+            claim: claimed(frames, onRelease)
+          }
+        })
+      )
 
     it("a client that goes away while they are pushed: the push stops, they are released once", async () => {
       let releases = 0
@@ -292,18 +306,7 @@ describe("NodeBinding", () => {
             else write(Chunk.of(`data: ${written++}\n\n`), () => {})
           }, 10)
         }))
-      const url = await listen(() =>
-        Effect.succeed({
-          status: 200,
-          headers: { "content-type": "text/event-stream" },
-          body: {
-            _tag: "Stream" as const,
-            stream: Stream.empty,
-            open: Effect.die("the binding claims these frames"),
-            claim: claimed(pushing, () => releases++)
-          }
-        })
-      )
+      const url = await listenClaimed(pushing, () => releases++)
       const { port } = new URL(url)
       const received = await new Promise<string>((resolve, reject) => {
         const req = httpRequest({ host: "127.0.0.1", port, method: "POST", path: "/v1/messages" }, (res) => {
@@ -360,18 +363,7 @@ describe("NodeBinding", () => {
             }, 5)
           })
       )
-      const url = await listen(() =>
-        Effect.succeed({
-          status: 200,
-          headers: { "content-type": "text/event-stream" },
-          body: {
-            _tag: "Stream" as const,
-            stream: Stream.empty,
-            open: Effect.die("the binding claims these frames"),
-            claim: claimed(pushing, () => {})
-          }
-        })
-      )
+      const url = await listenClaimed(pushing, () => {})
       server!.on("connection", record)
       const response = await fetch(`${url}/v1/messages`, { method: "POST", body: "{}" })
       expect(await response.text()).toBe("data: first\n\ndata: middle\n\ndata: end\n\n")

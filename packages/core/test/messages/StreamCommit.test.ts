@@ -182,6 +182,21 @@ describe("stream commitment", () => {
     }))
 })
 
+/**
+ * The frames' events of each write that has some, as the node binding is given them when the frames are pushed, and
+ * whether the write was told it held the end. The end's own frames (a trailer; none for messages) may come as an
+ * empty write: the writer has nothing to send then.
+ */
+const pushedWrites = (outcome: MessagesService.MessagesOutcome) =>
+  Effect.gen(function*() {
+    const writes: Array<{ readonly names: Array<string>; readonly last: boolean }> = []
+    yield* pushFrames(outcome, (frames, _resume, last) => {
+      if (frames.length > 0) writes.push({ names: frames.map((f) => f.event), last })
+      return true
+    })
+    return writes
+  })
+
 describe("pushed stream frames (the upstream can push, as the transport's streams can)", () => {
   it.effect("the same frames and records as pulled: the held frames by the first pull, the rest pushed", () =>
     Effect.gen(function*() {
@@ -209,12 +224,7 @@ describe("pushed stream frames (the upstream can push, as the transport's stream
     Effect.gen(function*() {
       const [start, deltas, end] = streamed("msg_a", ["Hel", "lo"], 3, 2)
       const g = yield* gateway(models, { pushing: true, stream: { "a@p1": [start, deltas, deltas, end] } })
-      const writes: Array<{ readonly names: Array<string>; readonly last: boolean }> = []
-      yield* pushFrames(yield* g.create(request()), (frames, _resume, last) => {
-        // The end's own frames, none here (no trailer), come as an empty write: the writer has nothing to send.
-        if (frames.length > 0) writes.push({ names: frames.map((f) => f.event), last })
-        return true
-      })
+      const writes = yield* pushedWrites(yield* g.create(request()))
       assert.isAbove(writes.length, 1)
       assert.deepStrictEqual(writes.map((w) => w.last), writes.map((_, i) => i === writes.length - 1))
       assert.include(writes.at(-1)!.names, "message_stop")
@@ -227,11 +237,7 @@ describe("pushed stream frames (the upstream can push, as the transport's stream
         pushing: true,
         stream: { "a@p1": [start, deltas, [{ type: "content_block_delta", index: 0 }], failure("transport")] }
       })
-      const writes: Array<{ readonly names: Array<string>; readonly last: boolean }> = []
-      yield* pushFrames(yield* g.create(request()), (frames, _resume, last) => {
-        writes.push({ names: frames.map((f) => f.event), last })
-        return true
-      })
+      const writes = yield* pushedWrites(yield* g.create(request()))
       assert.deepStrictEqual(writes.at(-1), { names: ["error"], last: true })
       assert.isTrue(writes.slice(0, -1).every((w) => !w.last))
     }))
