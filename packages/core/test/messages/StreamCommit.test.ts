@@ -183,18 +183,18 @@ describe("stream commitment", () => {
 })
 
 /**
- * The frames' events of each write that has some, as the node binding is given them when the frames are pushed, and
- * whether the write was told it held the end. The end's own frames (a trailer; none for messages) may come as an
- * empty write: the writer has nothing to send then.
+ * The frames pushed, as `pushFrames` reads them, and the events of each write that had some, with whether the write was
+ * told it held the end. The end's own frames (a trailer; none for messages) may come as an empty write: the writer has
+ * nothing to send then.
  */
 const pushedWrites = (outcome: MessagesService.MessagesOutcome) =>
   Effect.gen(function*() {
     const writes: Array<{ readonly names: Array<string>; readonly last: boolean }> = []
-    yield* pushFrames(outcome, (frames, _resume, last) => {
-      if (frames.length > 0) writes.push({ names: frames.map((f) => f.event), last })
+    const frames = yield* pushFrames(outcome, (pushed, _resume, last) => {
+      if (pushed.length > 0) writes.push({ names: pushed.map((f) => f.event), last })
       return true
     })
-    return writes
+    return { frames, writes }
   })
 
 describe("pushed stream frames (the upstream can push, as the transport's streams can)", () => {
@@ -224,22 +224,10 @@ describe("pushed stream frames (the upstream can push, as the transport's stream
     Effect.gen(function*() {
       const [start, deltas, end] = streamed("msg_a", ["Hel", "lo"], 3, 2)
       const g = yield* gateway(models, { pushing: true, stream: { "a@p1": [start, deltas, deltas, end] } })
-      const writes = yield* pushedWrites(yield* g.create(request()))
+      const { writes } = yield* pushedWrites(yield* g.create(request()))
       assert.isAbove(writes.length, 1)
       assert.deepStrictEqual(writes.map((w) => w.last), writes.map((_, i) => i === writes.length - 1))
       assert.include(writes.at(-1)!.names, "message_stop")
-    }))
-
-  it.effect("an in-band error frame is pushed as the last frames", () =>
-    Effect.gen(function*() {
-      const [start, deltas] = streamed("msg_a", ["partial"], 3, 0)
-      const g = yield* gateway(models, {
-        pushing: true,
-        stream: { "a@p1": [start, deltas, [{ type: "content_block_delta", index: 0 }], failure("transport")] }
-      })
-      const writes = yield* pushedWrites(yield* g.create(request()))
-      assert.deepStrictEqual(writes.at(-1), { names: ["error"], last: true })
-      assert.isTrue(writes.slice(0, -1).every((w) => !w.last))
     }))
 
   it.effect("pushed from the start, without a first pull: the held frames first, then the rest", () =>
@@ -268,14 +256,16 @@ describe("pushed stream frames (the upstream can push, as the transport's stream
       assert.deepStrictEqual(names(pulledFrames).at(-1), "message_stop")
     }))
 
-  it.effect("a failure after content, pushed: the in-band error frame ends the frames, and is recorded", () =>
+  it.effect("a failure after content, pushed: the in-band error frame ends the frames, as the last, and is recorded", () =>
     Effect.gen(function*() {
       const [start, deltas] = streamed("msg_a", ["partial"], 3, 0)
       const g = yield* gateway(models, {
         pushing: true,
         stream: { "a@p1": [start, deltas, [{ type: "content_block_delta", index: 0 }], failure("transport")] }
       })
-      const frames = yield* pushFrames(yield* g.create(request()))
+      const { frames, writes } = yield* pushedWrites(yield* g.create(request()))
+      assert.deepStrictEqual(writes.at(-1), { names: ["error"], last: true })
+      assert.isTrue(writes.slice(0, -1).every((w) => !w.last))
       assert.deepStrictEqual(names(frames).slice(-3), ["content_block_delta", "content_block_delta", "error"])
       assert.deepStrictEqual(frames.at(-1)!.data, {
         type: "error",
