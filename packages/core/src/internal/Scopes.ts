@@ -20,9 +20,9 @@ export const closeWithEnclosing = (inner: Scope.CloseableScope): Effect.Effect<v
 /**
  * `Effect.either(Scope.extend(effect, scope))`, without the acquire-use-release by which Effect provides a service
  * (`FiberRef.locally`: an uninterruptible region, the exit kept and matched, some 15 Effect instructions) on every
- * attempt of every streamed request: the context is set, `effect` run to its outcome, and the context put back. Not
- * for an interruptible wait: an interrupted fiber unwinds with `scope` left in its context, which is harmless only
- * where no finalizer up the stack takes a scope from the context (`StreamCommit`'s name theirs).
+ * attempt of every streamed request: the context is set, `effect` run to its outcome, and the context put back. A
+ * fiber interrupted meanwhile (or dying of a defect) unwinds with `scope` left in its context: harmless only where no
+ * finalizer up the stack takes a scope from the context (`StreamCommit`'s callers name theirs).
  */
 export const eitherIn = <A, E>(
   effect: Effect.Effect<A, E, Scope.Scope>,
