@@ -264,7 +264,7 @@ const framePull = <E>(told: Telling<E>, committed: Committed<E>, state: StreamSt
         position = "over"
         return Effect.void
       }
-      // `decorate` notes the dialect's end event as it frames it: the frames that hold it are the last.
+      // `decorate` notes the dialect's end event as it frames it: the frames that hold it, and any after it, are last.
       return Effect.match(upstream((events, resume) => write(Chunk.map(events, decorate), resume, state.sawEnd)), {
         onFailure: (error) => {
           position = "over"
