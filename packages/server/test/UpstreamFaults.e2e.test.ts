@@ -87,17 +87,21 @@ interface Answer {
   readonly model: string | undefined
 }
 
+/** The body `ask` sends. */
+const bodyOf = (mode: Mode, model: string, extra: Record<string, unknown> = {}): string =>
+  JSON.stringify({
+    model,
+    max_tokens: 50,
+    messages: [{ role: "user", content: "hello" }],
+    ...(mode === "stream" ? { stream: true } : {}),
+    ...extra
+  })
+
 const ask = async (url: string, mode: Mode, model: string, extra: Record<string, unknown> = {}): Promise<Answer> => {
   const response = await fetch(`${url}/v1/messages`, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` },
-    body: JSON.stringify({
-      model,
-      max_tokens: 50,
-      messages: [{ role: "user", content: "hello" }],
-      ...(mode === "stream" ? { stream: true } : {}),
-      ...extra
-    })
+    body: bodyOf(mode, model, extra)
   })
   const requestId = response.headers.get("request-id") ?? ""
   if (response.status !== 200 || mode === "json") {
@@ -128,6 +132,16 @@ const usageOf = async (requestId: string) => {
   )
   return records.find((r) => r.requestId === requestId)
 }
+
+/** The usage record of a request, once written (a stream's when its scope has closed). */
+const recordOf = async (requestId: string) => {
+  await expect.poll(() => usageOf(requestId)).toBeDefined()
+  return (await usageOf(requestId))!
+}
+
+/** The text of the text deltas in some SSE text (or events' JSON), joined. */
+const textOf = (texts: ReadonlyArray<string>): string =>
+  texts.flatMap((t) => [...t.matchAll(/"type":"text_delta","text":"([^"]*)"/g)].map((m) => m[1])).join("")
 
 /** A complete answer from the backup model, billed for the backup's usage alone. */
 const answeredByBackup = async (answer: Answer, backup: string, mode: Mode) => {
@@ -239,9 +253,47 @@ describe.each(matrix)("%s upstream, %s", (kind, mode) => {
   })
 
   if (mode === "stream") {
-    it("stream cut after content: an in-band error, never end_turn", async () => {
+    it("stream cut after content: an in-band error, never end_turn; billed what it consumed", async () => {
       side.fake().script({ kind: "cut", afterEvents: 5 })
-      brokenInBand(await ask(gateway.url, mode, side.main, fallback()))
+      const answer = await ask(gateway.url, mode, side.main, fallback())
+      brokenInBand(answer)
+      // What the upstream did not tell before it was cut is estimated: the prompt from the body (an OpenAI-compatible
+      // upstream tells it last), the output from the text the client got (Anthropic's message_start tells 1).
+      const carried = textOf(answer.events.map((e) => JSON.stringify(e.data))).length
+      expect(carried).toBeGreaterThan(0)
+      const record = await recordOf(answer.requestId)
+      expect(record).toMatchObject({
+        model: side.main,
+        inputTokens: kind === "anthropic" ? 100 : Math.ceil(bodyOf(mode, side.main, fallback()).length / 4),
+        outputTokens: Math.max(kind === "anthropic" ? 1 : 0, Math.ceil(carried / 4))
+      })
+      expect(Number(record.cost)).toBeCloseTo(record.inputTokens * 0.000003 + record.outputTokens * 0.000015, 12)
+    })
+
+    it("a client that leaves after content: the upstream request aborted, billed what it consumed", async () => {
+      const words = Array.from({ length: 60 }, (_, i) => `word${String(i).padStart(3, "0")}`).join(" ")
+      side.fake().setReply(() => ({ text: words, usage: { input: 100, output: 500 } }))
+      side.fake().script({ kind: "ok", chunkDelayMs: 20 })
+      const body = bodyOf(mode, side.main, { max_tokens: 1000 })
+      const controller = new AbortController()
+      const response = await fetch(`${gateway.url}/v1/messages`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` },
+        body,
+        signal: controller.signal
+      })
+      const reader = response.body!.getReader()
+      const decoder = new TextDecoder()
+      let seen = ""
+      while (textOf([seen]).length < 20) seen += decoder.decode((await reader.read()).value, { stream: true })
+      controller.abort()
+      await expect.poll(() => side.fake().aborted()).toBe(1)
+      const record = await recordOf(response.headers.get("request-id")!)
+      // At least the text the client got, less than the whole answer: not the 500 a complete answer tells.
+      expect(record.outputTokens).toBeGreaterThanOrEqual(Math.ceil(textOf([seen]).length / 4))
+      expect(record.outputTokens).toBeLessThan(Math.ceil(words.length / 4))
+      expect(record.inputTokens).toBe(kind === "anthropic" ? 100 : Math.ceil(body.length / 4))
+      expect(Number(record.cost)).toBeCloseTo(record.inputTokens * 0.000003 + record.outputTokens * 0.000015, 12)
     })
 
     it("stream stalled after content: an in-band timeout error", async () => {

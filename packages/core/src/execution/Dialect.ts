@@ -22,6 +22,11 @@ export interface StreamState {
   usage: JsonObject
   /** The end event was seen: the stream is complete. */
   sawEnd: boolean
+  /**
+   * The characters of content (text, reasoning, tool arguments) the frames have carried so far, roughly: what a stream
+   * whose upstream never told its usage is billed by (see `CutStreams`). Counted by the dialect's `frame`.
+   */
+  generated: number
   /** The type of the in-band error frame sent, if any. */
   errorType: string | null
   failure: UpstreamError | undefined
@@ -44,7 +49,10 @@ export interface FrameDialect<E> {
   readonly isContent: (event: E) => boolean
   /** The event that completes an answer (`message_stop`, a finish reason): a stream without it ends in error. */
   readonly isEnd: (event: E) => boolean
-  /** One event as the client receives it (the SSE text); keeps the usage it carries in `context.state`. */
+  /**
+   * One event as the client receives it (the SSE text); keeps the usage it carries, and adds the content it carries to
+   * `generated`, in `context.state`.
+   */
   readonly frame: (event: E, context: FrameContext) => string
   /** An in-band error frame, for a failure after content or an end without the end event. */
   readonly error: (error: GatewayError.GatewayError, requestId: string) => string

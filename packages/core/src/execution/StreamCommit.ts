@@ -17,6 +17,7 @@ import * as Push from "../upstream/Push.js"
 import { nextAttempt, toGatewayError, UpstreamError } from "../upstream/Upstream.js"
 import { failureStep, outcomeOf, recordAttempt, recordFailedAttempt, successStep } from "./Attempts.js"
 import * as Charging from "./Charging.js"
+import * as CutStreams from "./CutStreams.js"
 import type { Dialect, FrameContext, FrameDialect, Pull, StreamState } from "./Dialect.js"
 import { type Execution, executionOf, type ExecutionResult, type ExecutorPorts, type Planned } from "./Execution.js"
 import { type FramePull, streamOutcome } from "./Outcome.js"
@@ -85,7 +86,7 @@ const told = <A, E>(
   telling: Telling<E>,
   committed: Committed<E>
 ): Effect.Effect<ExecutionResult<A>> => {
-  const state: StreamState = { usage: {}, sawEnd: false, errorType: null, failure: undefined }
+  const state: StreamState = { usage: {}, sawEnd: false, generated: 0, errorType: null, failure: undefined }
   const pull = framePull(telling, committed, state)
   const open = Effect.as(closeWithEnclosing(committed.scope), pull)
   const claim = Effect.succeed({ pull, release: Scope.close(committed.scope, Exit.void) })
@@ -279,7 +280,10 @@ const framePull = <E>(told: Telling<E>, committed: Committed<E>, state: StreamSt
   return Push.pushable(pull, push)
 }
 
-/** The records of a committed attempt, when its scope closes: its statistics and the request's usage. */
+/**
+ * The records of a committed attempt, when its scope closes: its statistics and the request's usage, estimated where
+ * the upstream did not tell it (a stream cut short: see `CutStreams`).
+ */
 const recordCommitted = <E>(
   ports: ExecutorPorts,
   told: Telling<E>,
@@ -287,7 +291,14 @@ const recordCommitted = <E>(
   state: StreamState
 ): Effect.Effect<void> => {
   const { run } = told
-  const sum = chargeOf(told, attempt, state)
+  // Billed as told when the upstream told it; estimated for a stream cut short or never told (see `CutStreams`).
+  const usage = CutStreams.billedUsage(
+    told.streamUsage(state.usage),
+    state.sawEnd,
+    state.generated,
+    run.context.bodyBytes
+  )
+  const sum = Charging.charge(attempt.endpoint.pricing, usage, run.extra, run.context.priceFactor)
   const failure = state.failure
   return Effect.zipRight(
     recordAttempt(ports.stats, attempt.endpoint.id, attemptStart, run.clock.unsafeCurrentTimeMillis(), {

@@ -89,10 +89,20 @@ const decorated = (extra: Charge | undefined, context: FrameContext, event: Stre
     }
     case "message_delta":
       return sseFrame({ ...event, usage: deltaUsage(extra, context, event.usage as JsonObject | undefined) })
-    default:
-      return sseFrame(event)
+    default: {
+      const text = sseFrame(event)
+      if (event.type === "content_block_delta") context.state.generated += text.length - DELTA_FRAME
+      return text
+    }
   }
 }
+
+/**
+ * The length of a delta's frame around its content (that of an empty text delta): a delta's frame less this is about
+ * the characters it carries (a few more for a tool's or thinking's delta, and for escapes), without reading it (most
+ * are passed on unparsed). What a stream cut short is billed by (see `CutStreams`).
+ */
+const DELTA_FRAME = sseFrame({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "" } }).length
 
 /** A `message_delta`'s usage: the upstream's, with the output tokens and cost so far (summed with fusion's). */
 const deltaUsage = (extra: Charge | undefined, context: FrameContext, delta: JsonObject | undefined): JsonObject => {

@@ -77,6 +77,24 @@ const hasContent = (delta: unknown): boolean => {
     (Array.isArray(delta.tool_calls) && delta.tool_calls.length > 0)
 }
 
+const lengthOf = (value: unknown): number => (typeof value === "string" ? value.length : 0)
+
+/** The characters of content a chunk carries: its text, reasoning, refusal and tool arguments (see `CutStreams`). */
+const generatedIn = (chunk: JsonObject): number => {
+  const delta = choiceOf(chunk)?.delta
+  if (!Predicate.isRecord(delta)) return 0
+  let chars = lengthOf(delta.content) + lengthOf(delta.reasoning) + lengthOf(delta.reasoning_content) +
+    lengthOf(delta.refusal)
+  if (Array.isArray(delta.tool_calls)) {
+    for (const call of delta.tool_calls) {
+      if (Predicate.isRecord(call) && Predicate.isRecord(call.function)) {
+        chars += lengthOf(call.function.name) + lengthOf(call.function.arguments)
+      }
+    }
+  }
+  return chars
+}
+
 /** A chunk as the client gets it: the catalogue's model id, the provider, the cost in its usage. */
 const chatFrame = (includeUsage: boolean) => (chunk: JsonObject, context: FrameContext): string => {
   const usage = usageOf(chunk)
@@ -103,7 +121,10 @@ const chatFrames = (includeUsage: boolean): FrameDialect<JsonObject> => {
     },
     isEnd: (chunk) => choiceOf(chunk)?.finish_reason != null,
     // A text chunk an adapter read as its template with other text is written from the template's frame.
-    frame: (chunk, context) => ChunkTemplate.frameWith(chunk, frame, context),
+    frame: (chunk, context) => {
+      context.state.generated += generatedIn(chunk)
+      return ChunkTemplate.frameWith(chunk, frame, context)
+    },
     // OpenRouter's form: the openai SDK raises an APIError for a chunk with `error`.
     error: (error, requestId) =>
       `data: ${
@@ -153,9 +174,14 @@ const RESPONSE_EVENTS = new Set(["response.created", "response.in_progress", "re
 
 const isResponseEnd = (event: JsonObject) => event.type === "response.completed" || event.type === "response.incomplete"
 
+/** The characters of content an event carries: a delta's text or arguments (audio's bytes are not text). */
+const generatedBy = (event: JsonObject): number =>
+  typeof event.delta === "string" && event.type !== "response.audio.delta" ? event.delta.length : 0
+
 /** A Responses event as the client receives it: the response it carries with the model, provider and cost. */
 const responseFrame = (event: JsonObject, context: FrameContext): string => {
   const type = String(event.type)
+  context.state.generated += generatedBy(event)
   let out = event
   if (Predicate.isRecord(event.response)) {
     const response = event.response as JsonObject

@@ -4,6 +4,7 @@ import { setFlagsFromString } from "node:v8"
 import { runInNewContext } from "node:vm"
 import * as Catalogue from "../../src/catalogue/Catalogue.js"
 import * as MessagesService from "../../src/messages/MessagesService.js"
+import * as Wire from "../../src/messages/Wire.js"
 import * as SessionAffinity from "../../src/sessions/SessionAffinity.js"
 import { Upstream } from "../../src/upstream/Upstream.js"
 import type { Pull } from "./Fakes.js"
@@ -179,6 +180,43 @@ describe("stream commitment", () => {
       assert.deepStrictEqual(g.upstream.released, ["a@p1", "b@p2"])
       assert.strictEqual(g.stores.usage.length, 1)
       assert.deepInclude(g.stores.usage[0], { status: 504, errorType: "timeout_error", attempts: 2 })
+    }))
+})
+
+describe("what a committed stream is billed", () => {
+  // Model a's pricing: $0.000001 an input token, $0.000002 an output token.
+  const text = ["a".repeat(40), "b".repeat(20)]
+
+  it.effect("cut short after content: the input its upstream told, the output its content carried (estimated)", () =>
+    Effect.gen(function*() {
+      const [start, deltas] = streamed("msg_a", text.slice(0, 1), 3, 0)
+      // A delta passed on unparsed (as the Anthropic adapter passes most) counts the same.
+      const raw = Wire.unparsed(
+        "content_block_delta",
+        `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"${text[1]}"}}`
+      )!
+      const g = yield* gateway(models, { stream: { "a@p1": [start, deltas, [raw], failure("transport")] } })
+      const frames = yield* readFrames(yield* g.create(request()))
+      assert.strictEqual(frames.at(-1)!.event, "error")
+      // 60 characters of text: 15 tokens, not the 1 its message_start told.
+      assert.deepInclude(g.stores.usage[0], { inputTokens: 3, outputTokens: 15, cost: "0.000033" })
+      assert.deepInclude(g.stores.attempts[0], { outputTokens: 15 })
+    }))
+
+  it.effect("nothing told of its prompt (an OpenAI-compatible upstream tells it last): estimated from the body", () =>
+    Effect.gen(function*() {
+      const [start, deltas] = streamed("msg_a", text, 0, 0)
+      const cut: Array<Pull> = [start, deltas, [{ type: "content_block_stop", index: 0 }]]
+      const g = yield* gateway(models, { stream: { "a@p1": cut } })
+      yield* readFrames(yield* g.create(request(), { bodyBytes: 2_000 }))
+      assert.deepInclude(g.stores.usage[0], { inputTokens: 500, outputTokens: 15, cost: "0.00053" })
+    }))
+
+  it.effect("complete: what its upstream told, not the estimate", () =>
+    Effect.gen(function*() {
+      const g = yield* gateway(models, { stream: { "a@p1": streamed("msg_a", text, 3, 2) } })
+      yield* readFrames(yield* g.create(request(), { bodyBytes: 2_000 }))
+      assert.deepInclude(g.stores.usage[0], { inputTokens: 3, outputTokens: 2, cost: "0.000007" })
     }))
 })
 
