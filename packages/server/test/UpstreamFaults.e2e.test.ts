@@ -285,7 +285,12 @@ describe.each(matrix)("%s upstream, %s", (kind, mode) => {
       const reader = response.body!.getReader()
       const decoder = new TextDecoder()
       let seen = ""
-      while (textOf([seen]).length < 20) seen += decoder.decode((await reader.read()).value, { stream: true })
+      while (textOf([seen]).length < 20) {
+        const { done, value } = await reader.read()
+        if (done) break
+        seen += decoder.decode(value, { stream: true })
+      }
+      expect(textOf([seen]).length, "the client got some text before it left").toBeGreaterThanOrEqual(20)
       controller.abort()
       await expect.poll(() => side.fake().aborted()).toBe(1)
       const record = await recordOf(response.headers.get("request-id")!)
