@@ -334,3 +334,23 @@ describe.each(matrix)("%s upstream, %s", (kind, mode) => {
     })
   }
 })
+
+describe.each(matrix)("%s upstream that tells no usage, %s", (kind, mode) => {
+  const side = sideOf(kind)
+  beforeEach(start)
+  afterEach(() => gateway.close(1000))
+
+  it("a complete answer is billed an estimate: the prompt from the body, the output from the text", async () => {
+    const text = "a complete answer of some sixty characters, told no usage."
+    side.fake().setReply(() => ({ text, usage: { input: 0, output: 0 } }))
+    const answer = await ask(gateway.url, mode, side.main)
+    expect(answer.status).toBe(200)
+    const record = await recordOf(answer.requestId)
+    expect(record).toMatchObject({
+      model: side.main,
+      inputTokens: Math.ceil(bodyOf(mode, side.main).length / 4),
+      outputTokens: Math.ceil(text.length / 4)
+    })
+    expect(Number(record.cost)).toBeCloseTo(record.inputTokens * 0.000003 + record.outputTokens * 0.000015, 12)
+  })
+})

@@ -10,6 +10,7 @@ import type { Attempt, PipelineStep } from "../routing/RoutePlanner.js"
 import { nextAttempt, toGatewayError, type UpstreamError } from "../upstream/Upstream.js"
 import * as Charging from "./Charging.js"
 import type { ExecutionResult, ExecutorPorts, Planned } from "./Execution.js"
+import * as UntoldUsage from "./UntoldUsage.js"
 
 /** The EndpointStats outcome of a failure; none for a failure that says nothing of the endpoint's health. */
 export const outcomeOf = (error: UpstreamError): EndpointStats.AttemptOutcome | undefined => {
@@ -137,7 +138,11 @@ const answered = <A, E>(
 ): Effect.Effect<ExecutionResult<A>> => {
   const { affinityKey, dialect, run } = planned
   run.steps.push(successStep(attempt, i))
-  const usage = dialect.usage(upstreamAnswer)
+  // As told; estimated when the upstream told none (see `UntoldUsage`).
+  const told = dialect.usage(upstreamAnswer)
+  const usage = UntoldUsage.isTold(told)
+    ? told
+    : UntoldUsage.billedUsage(told, true, dialect.generated?.(upstreamAnswer) ?? 0, run.context.bodyBytes)
   const end = run.clock.unsafeCurrentTimeMillis()
   const recorded = recordAttempt(ports.stats, attempt.endpoint.id, attemptStart, end, {
     outcome: "ok",

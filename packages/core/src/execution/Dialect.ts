@@ -24,7 +24,7 @@ export interface StreamState {
   sawEnd: boolean
   /**
    * The characters of content (text, reasoning, tool arguments) the frames have carried so far, roughly: what a stream
-   * whose upstream never told its usage is billed by (see `CutStreams`). Counted by the dialect's `frame`.
+   * whose upstream never told its usage is billed by (see `UntoldUsage`). Counted by the dialect's `frame`.
    */
   generated: number
   /** The type of the in-band error frame sent, if any. */
@@ -70,6 +70,11 @@ export interface Dialect<A, E> {
   readonly open: (attempt: Attempt) => Effect.Effect<Pull<E>, UpstreamError, Scope.Scope>
   /** A JSON answer's usage, as billed. */
   readonly usage: (answer: A) => Cost.BilledUsage
+  /**
+   * The characters of content (text, reasoning, tool arguments) of a JSON answer: what it is billed by when its upstream
+   * told no usage (see `UntoldUsage`). None counted when absent.
+   */
+  readonly generated?: ((answer: A) => number) | undefined
   /** A stream's usage (as `StreamState.usage` keeps it), as billed. */
   readonly streamUsage: (usage: JsonObject) => Cost.BilledUsage
   /** Work on a JSON answer before it is told (plugins, e.g. response healing); none by default. */

@@ -17,10 +17,10 @@ import * as Push from "../upstream/Push.js"
 import { nextAttempt, toGatewayError, UpstreamError } from "../upstream/Upstream.js"
 import { failureStep, outcomeOf, recordAttempt, recordFailedAttempt, successStep } from "./Attempts.js"
 import * as Charging from "./Charging.js"
-import * as CutStreams from "./CutStreams.js"
 import type { Dialect, FrameContext, FrameDialect, Pull, StreamState } from "./Dialect.js"
 import { type Execution, executionOf, type ExecutionResult, type ExecutorPorts, type Planned } from "./Execution.js"
 import { type FramePull, streamOutcome } from "./Outcome.js"
+import * as UntoldUsage from "./UntoldUsage.js"
 
 /** The attempt that produced content first, with the events it gave until then. */
 interface Committed<E> {
@@ -282,7 +282,7 @@ const framePull = <E>(told: Telling<E>, committed: Committed<E>, state: StreamSt
 
 /**
  * The records of a committed attempt, when its scope closes: its statistics and the request's usage, estimated where
- * the upstream did not tell it (a stream cut short: see `CutStreams`).
+ * the upstream did not tell it (a stream cut short: see `UntoldUsage`).
  */
 const recordCommitted = <E>(
   ports: ExecutorPorts,
@@ -291,8 +291,8 @@ const recordCommitted = <E>(
   state: StreamState
 ): Effect.Effect<void> => {
   const { run } = told
-  // Billed as told when the upstream told it; estimated for a stream cut short or never told (see `CutStreams`).
-  const usage = CutStreams.billedUsage(
+  // Billed as told when the upstream told it; estimated for a stream cut short or never told (see `UntoldUsage`).
+  const usage = UntoldUsage.billedUsage(
     told.streamUsage(state.usage),
     state.sawEnd,
     state.generated,

@@ -24,11 +24,25 @@ const inBandError = (error: GatewayError.GatewayError, requestId: string): strin
     request_id: requestId
   })
 
+/** The characters of a message's content: its text, thinking and tool calls' input (see `UntoldUsage`). */
+const generatedIn = (message: Message): number => {
+  let chars = 0
+  for (const block of message.content) {
+    if (typeof block.text === "string") chars += block.text.length
+    else if (typeof block.thinking === "string") chars += block.thinking.length
+    else if (block.type === "tool_use") {
+      chars += String(block.name ?? "").length + JSON.stringify(block.input ?? {}).length
+    }
+  }
+  return chars
+}
+
 /** The dialect of one messages run: its calls, and its plugins' part in the answer (response healing). */
 export const make = (ports: MessagesPorts, run: Run, calls: AttemptCalls): Dialect<Message, StreamEvent> => ({
   json: calls.createMessage,
   open: calls.open,
   usage: (message) => UsageAccounting.billed(message.usage),
+  generated: generatedIn,
   streamUsage: UsageAccounting.billed,
   finish: run.plugins["response-healing"] === undefined
     ? undefined
@@ -100,7 +114,7 @@ const decorated = (extra: Charge | undefined, context: FrameContext, event: Stre
 /**
  * The length of a delta's frame around its content (that of an empty text delta): a delta's frame less this is about
  * the characters it carries (a few more for a tool's or thinking's delta, and for escapes), without reading it (most
- * are passed on unparsed). What a stream cut short is billed by (see `CutStreams`).
+ * are passed on unparsed). What a stream cut short is billed by (see `UntoldUsage`).
  */
 const DELTA_FRAME = sseFrame({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "" } }).length
 

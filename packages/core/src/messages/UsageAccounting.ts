@@ -19,13 +19,21 @@ export const billed = (usage: Usage | JsonObject | undefined): Cost.BilledUsage 
   cacheWrite: num(usage?.cache_creation_input_tokens)
 })
 
-/** The usage shown to the client: with `extra` (fusion), the token counts summed with the analyses'. */
+/** The upstream told some tokens (see `UntoldUsage`). */
+const toldAny = (usage: Usage | JsonObject | undefined): boolean =>
+  num(usage?.input_tokens) + num(usage?.output_tokens) + num(usage?.cache_read_input_tokens) +
+      num(usage?.cache_creation_input_tokens) > 0
+
+/**
+ * The usage shown to the client: with `extra` (fusion), the token counts summed with the analyses'; when the upstream
+ * told none, the counts billed (estimated: see `UntoldUsage`).
+ */
 export const shownUsage = (
   usage: Usage | JsonObject | undefined,
   sum: Cost.BilledUsage,
   extra: Charge | undefined
 ): Usage | JsonObject | undefined =>
-  extra === undefined ? usage : Object.assign({}, usage, {
+  extra === undefined && toldAny(usage) ? usage : Object.assign({}, usage, {
     input_tokens: sum.input,
     output_tokens: sum.output,
     cache_read_input_tokens: sum.cacheRead,

@@ -9,7 +9,9 @@ import * as Predicate from "effect/Predicate"
 import * as GatewayError from "../errors/GatewayError.js"
 import type { Charge } from "../execution/Charging.js"
 import type { Dialect, FrameContext, FrameDialect } from "../execution/Dialect.js"
+import * as UntoldUsage from "../execution/UntoldUsage.js"
 import type { JsonObject } from "../messages/Wire.js"
+import type * as Cost from "../pricing/Cost.js"
 import type { Attempt } from "../routing/RoutePlanner.js"
 import { type OpenAiApi, UpstreamError, type UpstreamService } from "../upstream/Upstream.js"
 import * as ChunkTemplate from "./ChunkTemplate.js"
@@ -41,16 +43,26 @@ const usageOf = (answer: JsonObject): JsonObject | undefined =>
   Predicate.isRecord(answer.usage) ? answer.usage as JsonObject : undefined
 
 /** A JSON answer as the client receives it: the catalogue's model id, the provider, the cost in its usage. */
-const respond = (
+/**
+ * An answer as told: the catalogue's model id, the provider, the cost in its usage; with the token counts billed
+ * (`tokens`, in the API's own names) when the upstream told none (estimated: see `UntoldUsage`).
+ */
+const respondWith = (
+  billed: (usage: JsonObject | undefined) => Cost.BilledUsage,
+  tokens: (usage: Cost.BilledUsage) => JsonObject
+) =>
+(
   answer: JsonObject,
   attempt: Attempt,
   charge: Charge,
   pipeline: ReadonlyArray<unknown> | undefined
 ): JsonObject => {
+  const told = usageOf(answer)
+  const shown = UntoldUsage.isTold(billed(told)) ? told : Object.assign({}, told, tokens(charge.usage))
   const out: JsonObject = Object.assign({}, answer, {
     model: attempt.model.id,
     provider: attempt.endpoint.provider,
-    usage: Object.assign({}, usageOf(answer), { cost: Number(charge.cost) })
+    usage: Object.assign({}, shown, { cost: Number(charge.cost) })
   })
   if (pipeline !== undefined) out.service_metadata = { pipeline }
   return out
@@ -79,9 +91,20 @@ const hasContent = (delta: unknown): boolean => {
 
 const lengthOf = (value: unknown): number => (typeof value === "string" ? value.length : 0)
 
-/** The characters of content a chunk carries: its text, reasoning, refusal and tool arguments (see `CutStreams`). */
-const generatedIn = (chunk: JsonObject): number => {
-  const delta = choiceOf(chunk)?.delta
+/** The characters of content a chunk carries: its text, reasoning, refusal and tool arguments (see `UntoldUsage`). */
+const generatedIn = (chunk: JsonObject): number => generatedOf(choiceOf(chunk)?.delta)
+
+/** The same of a chat completion: its choices' messages. */
+const generatedInAnswer = (answer: JsonObject): number => {
+  let chars = 0
+  if (Array.isArray(answer.choices)) {
+    for (const choice of answer.choices) if (Predicate.isRecord(choice)) chars += generatedOf(choice.message)
+  }
+  return chars
+}
+
+/** The characters of a delta's or a message's content, reasoning, refusal and tool calls. */
+const generatedOf = (delta: unknown): number => {
   if (!Predicate.isRecord(delta)) return 0
   let chars = lengthOf(delta.content) + lengthOf(delta.reasoning) + lengthOf(delta.reasoning_content) +
     lengthOf(delta.refusal)
@@ -141,13 +164,27 @@ const chatFrames = (includeUsage: boolean): FrameDialect<JsonObject> => {
 }
 
 /** A chat completion as told: also `system_fingerprint`, present (as null when unknown) as OpenRouter's SDK requires. */
+const promptOf = (usage: Cost.BilledUsage) => usage.input + usage.cacheRead + usage.cacheWrite
+
+const respondChatLike = respondWith(OpenAiUsage.chat, (usage) => ({
+  prompt_tokens: promptOf(usage),
+  completion_tokens: usage.output,
+  total_tokens: promptOf(usage) + usage.output
+}))
+
+const respondResponses = respondWith(OpenAiUsage.responses, (usage) => ({
+  input_tokens: promptOf(usage),
+  output_tokens: usage.output,
+  total_tokens: promptOf(usage) + usage.output
+}))
+
 const respondChat = (
   answer: JsonObject,
   attempt: Attempt,
   charge: Charge,
   pipeline: ReadonlyArray<unknown> | undefined
 ): JsonObject => {
-  const out = respond(answer, attempt, charge, pipeline)
+  const out = respondChatLike(answer, attempt, charge, pipeline)
   if (out.system_fingerprint === undefined) out.system_fingerprint = null
   return out
 }
@@ -160,6 +197,7 @@ export const chat = (
   json: json(calls),
   open: open(calls),
   usage: (answer) => OpenAiUsage.chat(usageOf(answer)),
+  generated: generatedInAnswer,
   streamUsage: OpenAiUsage.chat,
   finish: options.finish,
   respond: respondChat,
@@ -198,13 +236,32 @@ const responseFrame = (event: JsonObject, context: FrameContext): string => {
   return `event: ${type}\ndata: ${JSON.stringify(out)}\n\n`
 }
 
+/** The characters of a response's output: its texts, reasoning and function calls' arguments (see `UntoldUsage`). */
+const generatedInResponse = (answer: JsonObject): number => {
+  let chars = 0
+  const count = (parts: unknown) => {
+    if (!Array.isArray(parts)) return
+    for (const part of parts) if (Predicate.isRecord(part)) chars += lengthOf(part.text) + lengthOf(part.refusal)
+  }
+  if (Array.isArray(answer.output)) {
+    for (const item of answer.output) {
+      if (!Predicate.isRecord(item)) continue
+      count(item.content)
+      count(item.summary)
+      chars += lengthOf(item.arguments)
+    }
+  }
+  return chars
+}
+
 /** The Responses API dialect. */
 export const responses = (calls: Calls): Dialect<JsonObject, JsonObject> => ({
   json: json(calls),
   open: open(calls),
   usage: (answer) => OpenAiUsage.responses(usageOf(answer)),
+  generated: generatedInResponse,
   streamUsage: OpenAiUsage.responses,
-  respond,
+  respond: respondResponses,
   frames: {
     isContent: (event) => !RESPONSE_EVENTS.has(String(event.type)),
     isEnd: isResponseEnd,
@@ -230,6 +287,6 @@ export const embeddings = (calls: Calls): Dialect<JsonObject, JsonObject> => ({
   open: () => Effect.fail(new UpstreamError({ kind: "invalid_request", message: "embeddings are not streamed" })),
   usage: (answer) => OpenAiUsage.chat(usageOf(answer)),
   streamUsage: OpenAiUsage.chat,
-  respond,
+  respond: respondChatLike,
   frames: chatFrames(false)
 })

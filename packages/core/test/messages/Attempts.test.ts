@@ -53,6 +53,23 @@ describe("JSON attempts", () => {
       })
     }))
 
+  it.effect("an answer whose upstream told no usage is billed an estimate, shown to the client as billed", () =>
+    Effect.gen(function*() {
+      const answer = {
+        ...message("msg_a", "forty characters of text, no usage told", 0, 0),
+        content: [
+          { type: "thinking", thinking: "eight ch" },
+          { type: "text", text: "forty characters of text, no usage told" },
+          { type: "tool_use", id: "t1", name: "get", input: { a: 1 } }
+        ]
+      }
+      const g = yield* gateway(models, { json: { "a@p1": answer } })
+      const outcome = yield* g.create({ ...withFallback, fallbacks: [] }, { bodyBytes: 400 })
+      // 100 tokens of prompt from 400 bytes; 8 + 39 + 3 + 7 characters of content: 15 tokens.
+      assert.deepInclude(g.stores.usage[0], { inputTokens: 100, outputTokens: 15, cost: "0.00013" })
+      assert.deepInclude((outcome as { body: any }).body.usage, { input_tokens: 100, output_tokens: 15, cost: 0.00013 })
+    }))
+
   it.effect("a 400-class failure is not retried: the client gets it, the next model is never called", () =>
     Effect.gen(function*() {
       const g = yield* gateway(models, {

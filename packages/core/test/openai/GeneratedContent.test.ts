@@ -1,6 +1,7 @@
 /**
- * What the OpenAI dialects count of a stream's content as they frame it (`StreamState.generated`): what a stream cut
- * before its upstream told its usage is billed by (see `CutStreams`).
+ * What the OpenAI dialects count of an answer's content (`StreamState.generated` as they frame a stream, `generated` of a
+ * JSON answer): what an answer whose upstream did not tell its usage is billed by (see `UntoldUsage`), and the tokens
+ * then shown.
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { FrameContext, StreamState } from "../../src/execution/Dialect.js"
@@ -61,5 +62,56 @@ describe("responses", () => {
       { type: "response.audio.delta", delta: "UklGRiQAAABXQVZFZm10IBAAAAABAAEA" },
       { type: "response.output_text.done", item_id: "m1", text: "Hello" }
     ])).toBe(5 + 3 + 7)
+  })
+})
+
+describe("a JSON answer", () => {
+  const attempt = contextOf({} as StreamState).attempt
+  const charge = { usage: { input: 30, output: 4, cacheRead: 0, cacheWrite: 0 }, cost: "0.0001" }
+
+  it("chat: its messages' text, reasoning and tool calls counted; the tokens billed shown when none were told", () => {
+    const chat = OpenAiDialects.chat(calls, { includeUsage: false })
+    const answer: JsonObject = {
+      id: "c1",
+      object: "chat.completion",
+      choices: [{
+        index: 0,
+        message: {
+          role: "assistant",
+          content: "Hello",
+          tool_calls: [{ id: "t", type: "function", function: { name: "get", arguments: "{}" } }]
+        },
+        finish_reason: "tool_calls"
+      }]
+    }
+    expect(chat.generated!(answer)).toBe(5 + 3 + 2)
+    expect(chat.respond(answer, attempt, charge, undefined).usage).toEqual({
+      prompt_tokens: 30,
+      completion_tokens: 4,
+      total_tokens: 34,
+      cost: 0.0001
+    })
+    const told = { ...answer, usage: { prompt_tokens: 7, completion_tokens: 2, total_tokens: 9 } }
+    expect(chat.respond(told, attempt, charge, undefined).usage).toEqual({ ...told.usage, cost: 0.0001 })
+  })
+
+  it("responses: its output's texts, reasoning summaries and function arguments counted; the tokens billed shown", () => {
+    const responses = OpenAiDialects.responses(calls)
+    const answer: JsonObject = {
+      id: "r1",
+      object: "response",
+      output: [
+        { type: "reasoning", summary: [{ type: "summary_text", text: "why" }] },
+        { type: "message", content: [{ type: "output_text", text: "Hello" }] },
+        { type: "function_call", name: "get", arguments: "{\"a\":1}" }
+      ]
+    }
+    expect(responses.generated!(answer)).toBe(3 + 5 + 7)
+    expect(responses.respond(answer, attempt, charge, undefined).usage).toEqual({
+      input_tokens: 30,
+      output_tokens: 4,
+      total_tokens: 34,
+      cost: 0.0001
+    })
   })
 })

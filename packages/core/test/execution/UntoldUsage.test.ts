@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { billedUsage, tokensOf } from "../../src/execution/CutStreams.js"
+import { billedUsage, tokensOf } from "../../src/execution/UntoldUsage.js"
 
 const told = { input: 100, output: 10, cacheRead: 0, cacheWrite: 0 }
 const none = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }
