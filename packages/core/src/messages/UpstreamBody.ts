@@ -6,6 +6,7 @@
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type { Endpoint, Model } from "../catalogue/Catalogue.js"
+import { tokensOf } from "../execution/UntoldUsage.js"
 import * as ContextCompression from "../plugins/ContextCompression.js"
 import * as DocumentParser from "../plugins/DocumentParser.js"
 import * as GatewayFields from "../routing/GatewayFields.js"
@@ -73,7 +74,7 @@ export const estimatePromptTokens = (
   for (const e of model?.endpoints ?? []) {
     if (e.contextLength !== undefined) smallest = Math.min(smallest, e.contextLength)
   }
-  if (bodyBytes !== undefined && bytes / 3 < smallest / 2) return Math.ceil(bytes / 4)
+  if (bodyBytes !== undefined && bytes / 3 < smallest / 2) return tokensOf(bytes)
   return ContextCompression.estimateTokens({ system: body.system, messages: body.messages, tools: body.tools })
 }
 

@@ -4,6 +4,7 @@
  * plugins add to the system prompt, and the conversation the router and moderation plugins read.
  */
 import * as Predicate from "effect/Predicate"
+import { tokensOf } from "../execution/UntoldUsage.js"
 import * as JsonSource from "../messages/JsonSource.js"
 import type { JsonObject } from "../messages/Wire.js"
 import * as GatewayFields from "../routing/GatewayFields.js"
@@ -86,7 +87,7 @@ export const requirements = (api: OpenAiApi, body: JsonObject, bodyBytes: number
     documents: hasPart(conversation, ["file", "input_file"]),
     maxTokens: maxTokensOf(api, body),
     parameters: used,
-    estimatedPromptTokens: bodyBytes === undefined ? undefined : Math.ceil(bodyBytes / 4)
+    estimatedPromptTokens: bodyBytes === undefined ? undefined : tokensOf(bodyBytes)
   }
 }
 
