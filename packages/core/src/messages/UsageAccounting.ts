@@ -4,6 +4,7 @@
  * re-exported here.
  */
 import type { Charge } from "../execution/Charging.js"
+import * as UntoldUsage from "../execution/UntoldUsage.js"
 import type * as Cost from "../pricing/Cost.js"
 import type { JsonObject, Usage } from "./Wire.js"
 
@@ -19,11 +20,6 @@ export const billed = (usage: Usage | JsonObject | undefined): Cost.BilledUsage 
   cacheWrite: num(usage?.cache_creation_input_tokens)
 })
 
-/** The upstream told some tokens (see `UntoldUsage`). */
-const toldAny = (usage: Usage | JsonObject | undefined): boolean =>
-  num(usage?.input_tokens) + num(usage?.output_tokens) + num(usage?.cache_read_input_tokens) +
-      num(usage?.cache_creation_input_tokens) > 0
-
 /**
  * The usage shown to the client: with `extra` (fusion), the token counts summed with the analyses'; when the upstream
  * told none, the counts billed (estimated: see `UntoldUsage`).
@@ -33,7 +29,7 @@ export const shownUsage = (
   sum: Cost.BilledUsage,
   extra: Charge | undefined
 ): Usage | JsonObject | undefined =>
-  extra === undefined && toldAny(usage) ? usage : Object.assign({}, usage, {
+  extra === undefined && UntoldUsage.isTold(billed(usage)) ? usage : Object.assign({}, usage, {
     input_tokens: sum.input,
     output_tokens: sum.output,
     cache_read_input_tokens: sum.cacheRead,

@@ -42,10 +42,9 @@ const open = ({ api, bodyFor, bodyMade, upstream }: Calls) => (attempt: Attempt)
 const usageOf = (answer: JsonObject): JsonObject | undefined =>
   Predicate.isRecord(answer.usage) ? answer.usage as JsonObject : undefined
 
-/** A JSON answer as the client receives it: the catalogue's model id, the provider, the cost in its usage. */
 /**
- * An answer as told: the catalogue's model id, the provider, the cost in its usage; with the token counts billed
- * (`tokens`, in the API's own names) when the upstream told none (estimated: see `UntoldUsage`).
+ * A JSON answer as the client receives it: the catalogue's model id, the provider, the cost in its usage; with the
+ * token counts billed (`tokens`, in the API's own names) when the upstream told none (estimated: see `UntoldUsage`).
  */
 const respondWith = (
   billed: (usage: JsonObject | undefined) => Cost.BilledUsage,
@@ -163,7 +162,6 @@ const chatFrames = (includeUsage: boolean): FrameDialect<JsonObject> => {
   }
 }
 
-/** A chat completion as told: also `system_fingerprint`, present (as null when unknown) as OpenRouter's SDK requires. */
 const promptOf = (usage: Cost.BilledUsage) => usage.input + usage.cacheRead + usage.cacheWrite
 
 const respondChatLike = respondWith(OpenAiUsage.chat, (usage) => ({
@@ -178,6 +176,7 @@ const respondResponses = respondWith(OpenAiUsage.responses, (usage) => ({
   total_tokens: promptOf(usage) + usage.output
 }))
 
+/** A chat completion as told: also `system_fingerprint`, present (as null when unknown) as OpenRouter's SDK requires. */
 const respondChat = (
   answer: JsonObject,
   attempt: Attempt,
