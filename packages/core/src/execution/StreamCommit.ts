@@ -8,6 +8,7 @@ import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import * as FiberRef from "effect/FiberRef"
 import * as Scope from "effect/Scope"
 import * as GatewayError from "../errors/GatewayError.js"
 import { closeWithEnclosing, eitherIn } from "../internal/Scopes.js"
@@ -48,14 +49,17 @@ type Commitment<E> = Committed<E> | {
 /**
  * The streamed answer of a planned request. The committed attempt's scope lives as long as the returned stream: it
  * owns the upstream request, and closing it writes the records. Until the stream is handed over, a failure or an
- * interruption closes the scope of the attempt being opened (and so aborts its request, and records a committed one).
+ * interruption closes the scope of the attempt being opened (and so aborts its request, and records a committed one),
+ * and puts the fiber's context back: one interrupted while an attempt was being opened holds that attempt's (see
+ * `eitherIn`).
  */
 export const stream = <A, E>(
   ports: ExecutorPorts,
   planned: Planned<A, E>
 ): Effect.Effect<ExecutionResult<A>, GatewayError.GatewayError> =>
-  Effect.suspend(() => {
+  Effect.withFiberRuntime((fiber) => {
     const opening: Opening = { scope: undefined }
+    const context = fiber.currentContext
     return Effect.onExit(
       Effect.flatMap(commit(ports, planned, opening), (committed) => {
         if (committed._tag === "Failed") {
@@ -68,7 +72,11 @@ export const stream = <A, E>(
           ? result
           : Effect.zipLeft(result, ports.affinity.set(affinityKey, committed.attempt.endpoint.id))
       }),
-      (exit) => (Exit.isSuccess(exit) || opening.scope === undefined ? Effect.void : Scope.close(opening.scope, exit))
+      (exit) => {
+        if (Exit.isSuccess(exit)) return Effect.void
+        const restored = FiberRef.set(FiberRef.currentContext, context)
+        return opening.scope === undefined ? restored : Effect.zipRight(restored, Scope.close(opening.scope, exit))
+      }
     )
   })
 

@@ -20,9 +20,12 @@ export const closeWithEnclosing = (inner: Scope.CloseableScope): Effect.Effect<v
 /**
  * `Effect.either(Scope.extend(effect, scope))`, without the acquire-use-release by which Effect provides a service
  * (`FiberRef.locally`: an uninterruptible region, the exit kept and matched, some 15 Effect instructions) on every
- * attempt of every streamed request: the context is set, `effect` run to its outcome, and the context put back. A
- * fiber interrupted meanwhile (or dying of a defect) unwinds with `scope` left in its context: harmless only where no
- * finalizer up the stack takes a scope from the context (`StreamCommit`'s callers name theirs).
+ * attempt of every streamed request: the context is set, `effect` run to its outcome, and the context put back.
+ *
+ * `effect` runs with `scope` as its whole context, all its type asks for: not the fiber's context with `scope` added,
+ * whose copy (every service of the runtime, in a new `Map`) cost a streamed request some 3.5 KB and a walk over the
+ * services. A fiber interrupted meanwhile (or dying of a defect) unwinds with that context, not its own: its caller
+ * puts its own back when it fails (`StreamCommit.stream`'s `onExit`), before anything up the stack reads a service.
  */
 export const eitherIn = <A, E>(
   effect: Effect.Effect<A, E, Scope.Scope>,
@@ -31,7 +34,7 @@ export const eitherIn = <A, E>(
   Effect.withFiberRuntime((fiber) => {
     const context = fiber.currentContext
     return Effect.zipRight(
-      FiberRef.set(FiberRef.currentContext, Context.add(context, Scope.Scope, scope)),
+      FiberRef.set(FiberRef.currentContext, Context.make(Scope.Scope, scope)),
       Effect.flatMap(
         // Its Scope is in the context now, which the type cannot tell.
         Effect.either(effect as Effect.Effect<A, E>),

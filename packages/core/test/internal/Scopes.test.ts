@@ -1,9 +1,10 @@
 /**
  * `eitherIn`: the effect runs with the given scope as its Scope (what it adds there runs when that scope closes), its
- * failure is a `Left`, and the fiber's context is as before once it is done, whether it succeeded or failed.
+ * failure is a `Left`, and the fiber's context is as before once it is done, whether it succeeded or failed. The effect
+ * sees its scope alone: its type asks for nothing else, and a copy of the caller's context would cost every attempt.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Either, Exit, Option, Scope } from "effect"
+import { Context, Effect, Either, Exit, Option, Scope } from "effect"
 import { eitherIn } from "../../src/internal/Scopes.js"
 
 describe("Scopes.eitherIn", () => {
@@ -34,5 +35,17 @@ describe("Scopes.eitherIn", () => {
       const seen = yield* eitherIn(Effect.scope, inner)
       assert.strictEqual(Either.getOrThrow(seen), inner)
       assert.strictEqual(yield* Effect.scope, outer)
+    }))
+
+  it.effect("the effect's context is its scope alone; the caller's services are the caller's again after", () =>
+    Effect.gen(function*() {
+      class Marker extends Context.Tag("test/Marker")<Marker, string>() {}
+      const inner = yield* Scope.make()
+      const seen = yield* Effect.provideService(
+        Effect.zip(eitherIn(Effect.serviceOption(Marker), inner), Marker),
+        Marker,
+        "the caller's"
+      )
+      assert.deepStrictEqual(seen, [Either.right(Option.none()), "the caller's"])
     }))
 })

@@ -401,6 +401,41 @@ describe("pushed stream frames (the upstream can push, as the transport's stream
     }))
 })
 
+describe("the fiber's context, when an attempt's opening fails", () => {
+  // An attempt is opened with its scope as its whole context (`eitherIn`): a fiber that unwinds from there must have its
+  // own services back before anything up the stack reads one (a route records a failure with its usage log, say).
+  class Marker extends Context.Tag("test/Marker")<Marker, string>() {}
+  const seenOnExit = (opening: Effect.Effect<never>, interrupt: boolean) =>
+    Effect.gen(function*() {
+      let opened = false
+      const upstream = Context.make(Upstream, {
+        createMessage: () => Effect.die("not called"),
+        streamMessage: () => Effect.suspend(() => (opened = true, opening))
+      })
+      const g = yield* gateway(models, {}, { plugins: upstream })
+      let seen: string | undefined
+      const create = Effect.onExit(g.create(request()), () => Effect.map(Marker, (marker) => (seen = marker)))
+      const fiber = yield* Effect.fork(Effect.provideService(create, Marker, "the caller's"))
+      if (interrupt) {
+        while (!opened) yield* Effect.yieldNow()
+        yield* Fiber.interrupt(fiber)
+      } else {
+        yield* Fiber.await(fiber)
+      }
+      return seen
+    })
+
+  it.effect("a defect in the adapter's open", () =>
+    Effect.gen(function*() {
+      assert.strictEqual(yield* seenOnExit(Effect.die(new Error("boom")), false), "the caller's")
+    }))
+
+  it.effect("interrupted while the attempt is being opened", () =>
+    Effect.gen(function*() {
+      assert.strictEqual(yield* seenOnExit(Effect.never, true), "the caller's")
+    }))
+})
+
 describe("what an open stream holds", () => {
   it.live("its first events no longer, once they are written", () =>
     Effect.gen(function*() {
