@@ -132,16 +132,16 @@ const writeThen = (
 ): Effect.Effect<void> => {
   if (res.destroyed) return Effect.interrupt
   if (frames.length === 0) return next
-  return res.write(joined(frames))
+  return res.write(joined(Chunk.toReadonlyArray(frames)))
     ? next
     : Effect.zipRight(drained(res), next)
 }
 
-/** The frames as one text: a loop over the chunk's array (`Chunk.join` copies it into a new array first). */
-const joined = (frames: Chunk.Chunk<string>): string => {
-  if (frames.length === 1) return Chunk.unsafeHead(frames)
+/** The frames as one text: a loop over the array (`Chunk.join` and `Array.join` copy into a new array first). */
+const joined = (frames: ReadonlyArray<string>): string => {
+  if (frames.length === 1) return frames[0]!
   let text = ""
-  for (const frame of Chunk.toReadonlyArray(frames)) text += frame
+  for (let i = 0; i < frames.length; i++) text += frames[i]
   return text
 }
 

@@ -180,7 +180,7 @@ describe("NodeBinding", () => {
       const pushing = Push.pushable(pull, (write) =>
         Effect.async<void>((resume) => {
           const run = (): void => {
-            while (pulled < CHUNKS) if (!write(Chunk.of(frame(pulled++)), run)) return
+            while (pulled < CHUNKS) if (!write([frame(pulled++)], run)) return
             resume(Effect.void)
           }
           run()
@@ -229,7 +229,7 @@ describe("NodeBinding", () => {
         endPush = resume
         const timer = setInterval(() => {
           if (released) clearInterval(timer)
-          else if (write(Chunk.of(`data: ${written++}\n\n`), () => {})) return
+          else if (write([`data: ${written++}\n\n`], () => {})) return
         }, 10)
       }))
     const open = Effect.zipRight(
@@ -303,7 +303,7 @@ describe("NodeBinding", () => {
         Effect.async<void>(() => {
           const timer = setInterval(() => {
             if (releases > 0) clearInterval(timer)
-            else write(Chunk.of(`data: ${written++}\n\n`), () => {})
+            else write([`data: ${written++}\n\n`], () => {})
           }, 10)
         }))
       const url = await listenClaimed(pushing, () => releases++)
@@ -355,9 +355,9 @@ describe("NodeBinding", () => {
         (write) =>
           Effect.async<void>((resume) => {
             setTimeout(() => {
-              write(Chunk.of("data: middle\n\n"), () => {})
+              write(["data: middle\n\n"], () => {})
               setTimeout(() => {
-                write(Chunk.of("data: end\n\n"), () => {}, true)
+                write(["data: end\n\n"], () => {}, true)
                 resume(Effect.void)
               }, 5)
             }, 5)

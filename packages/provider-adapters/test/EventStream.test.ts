@@ -84,7 +84,7 @@ const until = (condition: () => boolean) =>
 
 /** A writer that keeps every value in `into` and never asks to wait. */
 const keepingIn = (into: Array<string>): Push.Writer<string> => (values) => {
-  into.push(...Chunk.toReadonlyArray(values))
+  into.push(...values)
   return true
 }
 
@@ -188,7 +188,7 @@ describe("Transport.openEventStream, pushed", () => {
       )
       const writes: Array<{ values: ReadonlyArray<string>; arrived: number }> = []
       const { first, pushed } = yield* pullThenPush(upstream.url, (values) => {
-        writes.push({ values: Chunk.toReadonlyArray(values), arrived })
+        writes.push({ values, arrived })
         return true
       })
       expect(first).toEqual(["one"])
@@ -207,7 +207,7 @@ describe("Transport.openEventStream, pushed", () => {
       const written: Array<string> = []
       let waiting: (() => void) | undefined
       const fiber = yield* Effect.fork(pullThenPush(upstream.url, (values, resume) => {
-        written.push(...Chunk.toReadonlyArray(values))
+        written.push(...values)
         if (waiting !== undefined || written.length > 1) return true
         waiting = resume
         return false

@@ -211,48 +211,48 @@ const framePull = <E>(told: Telling<E>, committed: Committed<E>, state: StreamSt
     if (isEnd(event)) state.sawEnd = true
     return frame(event, context)
   }
-  const inBand = (error: GatewayError.GatewayError): Chunk.Chunk<string> => {
+  const inBand = (error: GatewayError.GatewayError): ReadonlyArray<string> => {
     state.errorType = GatewayError.describe(error).type
     const text = errorFrame(error, requestId)
-    return Chunk.of(trailer === "" ? text : text + trailer)
+    return [trailer === "" ? text : text + trailer]
   }
   /** The failure of the committed attempt after content: an in-band error frame, then the end. */
-  const failed = (error: UpstreamError): Chunk.Chunk<string> => {
+  const failed = (error: UpstreamError): ReadonlyArray<string> => {
     state.failure = error
     return inBand(toGatewayError(error))
   }
-  const ended = (): Chunk.Chunk<string> => {
-    if (state.errorType !== null) return Chunk.empty()
-    if (state.sawEnd) return trailer === "" ? Chunk.empty() : Chunk.of(trailer)
+  const ended = (): ReadonlyArray<string> => {
+    if (state.errorType !== null) return []
+    if (state.sawEnd) return trailer === "" ? [] : [trailer]
     return inBand(new GatewayError.InternalError({ message: unfinished }))
   }
   let position: "held" | "upstream" | "end" | "over" = "held"
-  const takeHeld = (): Chunk.Chunk<string> => {
+  const takeHeld = (): ReadonlyArray<string> => {
     const held = committed.held
     committed.held = []
-    return Chunk.map(Chunk.unsafeFromArray(held), decorate)
+    return held.map(decorate)
   }
   const next = Effect.match(committed.pull, {
     onFailure: (error) => {
       position = "over"
-      return failed(error)
+      return Chunk.unsafeFromArray(failed(error))
     },
     onSuccess: (chunk) => {
       if (chunk !== undefined) return Chunk.map(chunk, decorate)
       position = "over"
-      return ended()
+      return Chunk.unsafeFromArray(ended())
     }
   })
   const pull: FramePull = Effect.suspend(() => {
     switch (position) {
       case "held":
         position = committed.done ? "end" : "upstream"
-        return Effect.succeed(takeHeld())
+        return Effect.succeed(Chunk.unsafeFromArray(takeHeld()))
       case "upstream":
         return next
       case "end":
         position = "over"
-        return Effect.succeed(ended())
+        return Effect.succeed(Chunk.unsafeFromArray(ended()))
       case "over":
         return Effect.succeed(undefined)
     }
@@ -274,7 +274,7 @@ const framePull = <E>(told: Telling<E>, committed: Committed<E>, state: StreamSt
         return Effect.void
       }
       // `decorate` notes the dialect's end event as it frames it: the frames that hold it, and any after it, are last.
-      return Effect.match(upstream((events, resume) => write(Chunk.map(events, decorate), resume, state.sawEnd)), {
+      return Effect.match(upstream((events, resume) => write(events.map(decorate), resume, state.sawEnd)), {
         onFailure: (error) => {
           position = "over"
           write(failed(error), ignore, true)

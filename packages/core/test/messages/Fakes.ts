@@ -150,7 +150,7 @@ const pullOf = (
         while (next < pulls.length) {
           const pull = pulls[next++]
           if (pull instanceof UpstreamError) return resume(Effect.fail(pull))
-          if (!write(Chunk.fromIterable(pull), run)) return
+          if (!write([...pull], run)) return
         }
         resume(Effect.void)
       }
@@ -320,7 +320,7 @@ export const pushFrames = (
         for (const frame of first) frames.push(parseFrame(frame))
       }
       yield* push((chunk, resume, last) => {
-        const parsed = Chunk.toReadonlyArray(chunk).map(parseFrame)
+        const parsed = chunk.map(parseFrame)
         frames.push(...parsed)
         return write(parsed, resume, last === true)
       })

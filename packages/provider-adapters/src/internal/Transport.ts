@@ -366,7 +366,7 @@ class EventStreamHandler<A> implements HttpClient.Handler {
   private flush(write: Push.Writer<A>): void {
     if (this.paused) return
     if (this.out.length > 0) {
-      const values = Chunk.unsafeFromArray(this.out)
+      const values = this.out
       this.out = []
       this.unpulled = 0
       let more: boolean
