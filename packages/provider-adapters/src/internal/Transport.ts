@@ -12,6 +12,7 @@
  */
 import { PullUntil, Push, Upstream } from "@model-gateway/core"
 import * as Chunk from "effect/Chunk"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
 import { createParser, type EventSourceMessage, type EventSourceParser } from "eventsource-parser"
@@ -508,8 +509,11 @@ export const openEventStream = <A>(
   decoder: EventDecoder<A>
 ): Effect.Effect<Pull<A>, never, Scope.Scope> =>
   // The scope's finalizer first, then the request: an interruption in between closes a request never sent. Not
-  // `Effect.acquireRelease`, which diffs and patches the fiber's refs (the whole runtime context) for its release.
-  Effect.scopeWith((scope) => {
+  // `Effect.acquireRelease`, which diffs and patches the fiber's refs (the whole runtime context) for its release. The
+  // scope read from the fiber's context, which the type requires to hold one: `Effect.scopeWith` takes three Effect
+  // steps to look it up, this one.
+  Effect.withFiberRuntime((fiber) => {
+    const scope = Context.get(fiber.currentContext as Context.Context<Scope.Scope>, Scope.Scope)
     const handler = new EventStreamHandler(call, decoder)
     return Effect.zipRight(
       Scope.addFinalizer(scope, closing(handler)),
