@@ -5,7 +5,7 @@
  */
 import type { Upstream } from "@model-gateway/core"
 import { Wire } from "@model-gateway/core"
-import type * as Either from "effect/Either"
+import * as Either from "effect/Either"
 import * as Predicate from "effect/Predicate"
 import { reasoningOf, stopReason, usageFromOpenAi } from "./OpenAiChatAnswer.js"
 import { classifyInBandError } from "./OpenAiErrors.js"
@@ -70,6 +70,9 @@ const unparsedTextDelta = (index: number, text: string): Wire.StreamEvent =>
     "content_block_delta",
     `{"type":"content_block_delta","index":${index},"delta":{"type":"text_delta","text":${JSON.stringify(text)}}}`
   ) ?? parsedTextDelta(index, text)
+
+/** What a chunk that changes nothing gives: one value for all (read, never changed). */
+const noEvents: Either.Either<ReadonlyArray<Wire.StreamEvent>, UpstreamError> = Either.right([])
 
 /**
  * Makes a translator for one streamed answer. `message_start` is sent once, lazily, with the first
@@ -269,14 +272,17 @@ export const makeStreamTranslator = (
       return events
     })
 
-  const pushText = (text: string): Either.Either<ReadonlyArray<Wire.StreamEvent>, UpstreamError> =>
-    attempt(() => {
-      if (ended || text === "") return []
+  const pushText = (text: string): Either.Either<ReadonlyArray<Wire.StreamEvent>, UpstreamError> => {
+    if (ended || text === "") return noEvents
+    // Most of a stream: text for the open text block, the delta alone; nothing that can fail, so no `attempt`.
+    if (open?.kind === "text") return Either.right([textDelta(open.index, text)])
+    return attempt(() => {
       const events: Array<Wire.StreamEvent> = []
       const index = openBlock(events, "text")
       events.push(textDelta(index, text))
       return events
     })
+  }
 
   const end = (): Either.Either<ReadonlyArray<Wire.StreamEvent>, UpstreamError> =>
     attempt(() => {
