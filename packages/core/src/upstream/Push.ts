@@ -11,10 +11,10 @@ import type * as Effect from "effect/Effect"
 /**
  * Takes the next values of a pushed source, synchronously, as they arrive: an array the writer may keep (the source
  * makes a new one for its next values), not a `Chunk`, whose making and mapping would cost every network read of every
- * stream its allocations. Returning false asks the source to hand
- * nothing more until `resume` is called (the client's socket is full, say). A throw is a defect of the push. `last`
- * says that the values hold the answer's end event or come after it (a chat stream's usage chunk follows its finish):
- * a writer may then hold them back to the end of its turn, to send them with the end of its output in one piece.
+ * stream its allocations. Returning false asks the source to hand nothing more until `resume` is called (the client's
+ * socket is full, say). A throw is a defect of the push. `last` says that the values hold the answer's end event or
+ * come after it (a chat stream's usage chunk follows its finish): a writer may then hold them back to the end of its
+ * turn, to send them with the end of its output in one piece.
  */
 export type Writer<A> = (values: ReadonlyArray<A>, resume: () => void, last?: boolean) => boolean
 
