@@ -183,7 +183,10 @@ export interface UpstreamService {
   /**
    * Opens a streamed message in the caller's scope: the events of the Anthropic stream protocol, in order, as they
    * arrive. Closing the scope releases the request (aborting it if it is still running). A stream cut short fails
-   * with `transport`. An adapter that builds its answer as a `Stream` can return `pullStream(stream)`.
+   * with `transport`. An adapter that builds its answer as a `Stream` can return `pullStream(stream)`. The effect runs
+   * with that scope as its only service, as its type says (no copy of the caller's context per attempt): an adapter
+   * takes whatever else it needs when it is made, not from the context of the call (`Effect.serviceOption` finds
+   * nothing there). The same holds for `streamOpenAi`.
    */
   readonly streamMessage: (call: MessagesCall) => Effect.Effect<EventPull, UpstreamError, Scope.Scope>
   /**
