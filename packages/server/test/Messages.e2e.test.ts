@@ -325,6 +325,26 @@ describe("streams after content", () => {
   })
 })
 
+describe("JSON answers", () => {
+  it("aborts the upstream request of a JSON answer when the client disconnects before it", async () => {
+    h.anthropic.script({ kind: "hang" })
+    const controller = new AbortController()
+    const pending = fetch(`${h.url}/v1/messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` },
+      body: JSON.stringify({ model: "anthro/claude", max_tokens: 50, messages: [{ role: "user", content: "hi" }] }),
+      signal: controller.signal
+    }).catch(() => undefined)
+    await waitFor(() => h.anthropic.inFlight() === 1)
+    controller.abort()
+    await pending
+    // well before the provider's own time limit (1.5 s here), which would end the request anyway
+    await waitFor(() => h.anthropic.aborted() === 1, 1000)
+    expect(h.anthropic.aborted()).toBe(1)
+    expect(h.anthropic.inFlight()).toBe(0)
+  })
+})
+
 describe("request errors", () => {
   it("names the field for a schema violation", async () => {
     const response = await post(h, {

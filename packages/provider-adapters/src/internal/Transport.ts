@@ -14,6 +14,7 @@ import { PullUntil, Push, Upstream } from "@model-gateway/core"
 import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import type * as Fiber from "effect/Fiber"
 import * as Scope from "effect/Scope"
 import { createParser, type EventSourceMessage, type EventSourceParser } from "eventsource-parser"
 import { StringDecoder } from "node:string_decoder"
@@ -191,19 +192,35 @@ class JsonHandler implements HttpClient.Handler {
   }
 }
 
-/** POSTs JSON and parses the JSON answer. Interruption aborts the request. */
+/**
+ * POSTs JSON and parses the JSON answer. Interruption aborts the request: the fiber that waits for the answer is
+ * observed, and its end (an interrupted fiber ends once it has unwound) aborts a request still running. Not a canceler
+ * of the wait: a canceler makes Effect wrap the wait in an uninterruptible region, some 5 Effect instructions and their
+ * objects on every JSON request, to do the same thing. Interruption in Effect always ends a fiber (a race or a timeout
+ * runs its sides in fibers of their own), so the observer sees every interruption of this wait.
+ */
 export const postJson = (transport: Transport, call: HttpCall): Effect.Effect<unknown, Upstream.UpstreamError> =>
-  Effect.async((resume) => {
-    const handler = new JsonHandler(call, resume)
-    dispatch(transport, call, handler)
-    return cancelling(handler)
-  })
+  Effect.withFiberRuntime((fiber) => Effect.async((resume) => start(transport, call, fiber, resume)))
 
 /**
- * A JSON call's canceler, made out of `postJson`'s closure: a closure there would share its context, which holds the
- * call and its body, for as long as the answer is awaited.
+ * Sends a JSON call, observed by `fiber`. Out of `postJson`'s closure: a closure there would share its context, which
+ * holds the call and its body, for as long as the answer is awaited.
  */
-const cancelling = (handler: JsonHandler): Effect.Effect<void> => Effect.sync(() => handler.cancel())
+const start = (
+  transport: Transport,
+  call: HttpCall,
+  fiber: Fiber.RuntimeFiber<unknown, unknown>,
+  resume: (effect: Effect.Effect<unknown, Upstream.UpstreamError>) => void
+): void => {
+  const observer = (): void => handler.cancel()
+  const handler = new JsonHandler(call, (effect) => {
+    // Answered: nothing left to abort, and a fiber that makes many calls (a batch's) keeps no observer per call.
+    fiber.removeObserver(observer)
+    resume(effect)
+  })
+  fiber.addObserver(observer)
+  dispatch(transport, call, handler)
+}
 
 /**
  * What a stream's adapter makes of its server-sent events, as they arrive. Throwing an `UpstreamError` fails the
