@@ -195,16 +195,17 @@ class JsonHandler implements HttpClient.Handler {
 /**
  * POSTs JSON and parses the JSON answer. Interruption aborts the request: the fiber that waits for the answer is
  * observed, and its end (an interrupted fiber ends once it has unwound) aborts a request still running. Not a canceler
- * of the wait: a canceler makes Effect wrap the wait in an uninterruptible region, some 5 Effect instructions and their
- * objects on every JSON request, to do the same thing. Interruption in Effect always ends a fiber (a race or a timeout
+ * of the wait: a canceler makes Effect wrap the wait in an uninterruptible region, 8 of a JSON request's 45 Effect
+ * instructions and their objects, to do the same thing. Interruption in Effect always ends a fiber (a race or a timeout
  * runs its sides in fibers of their own), so the observer sees every interruption of this wait.
  */
 export const postJson = (transport: Transport, call: HttpCall): Effect.Effect<unknown, Upstream.UpstreamError> =>
   Effect.withFiberRuntime((fiber) => Effect.async((resume) => start(transport, call, fiber, resume)))
 
 /**
- * Sends a JSON call, observed by `fiber`. Out of `postJson`'s closure: a closure there would share its context, which
- * holds the call and its body, for as long as the answer is awaited.
+ * Sends a JSON call, observed by `fiber`. Its two closures (the observer, the answer's) hold the handler, the fiber and
+ * `resume`, not the call: the observer lives as long as the answer is awaited, and the call's body is a prompt, often
+ * hundreds of KB.
  */
 const start = (
   transport: Transport,
