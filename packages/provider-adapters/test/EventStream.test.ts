@@ -382,3 +382,111 @@ describe("Transport.openEventStream, pulled until, a stop that throws", () => {
       expect(Exit.isFailure(got.next) && Cause.isDie(got.next.cause)).toBe(true)
     }))
 })
+
+/** Each event's data; the event `end` ends the stream, as `message_stop` or `[DONE]` does. */
+const endingAtEnd: Transport.EventDecoder<string> = {
+  event: (message, out) => {
+    out.push(message.data)
+    return message.data === "end"
+  },
+  end: () => {}
+}
+
+/**
+ * A server answering each request with events `one` and `end`, then `rest(res)` (what comes after the last event):
+ * counts its connections, and tells whether each answer was written to its end or its connection closed before.
+ */
+const serveLastEvent = async (rest: (res: ServerResponse) => Promise<void>) => {
+  let connections = 0
+  const answers: Array<"ended" | "cut"> = []
+  const server = createServer((req, res) => {
+    req.resume()
+    req.on("end", () => {
+      res.writeHead(200, { "content-type": "text/event-stream" })
+      res.on("close", () => {
+        answers.push(res.writableFinished ? "ended" : "cut")
+      })
+      res.write("data: one\n\ndata: end\n\n")
+      void rest(res)
+    })
+  })
+  server.on("connection", () => {
+    connections++
+  })
+  servers.push(server)
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const { port } = server.address() as AddressInfo
+  return { url: `http://127.0.0.1:${port}/v1/messages`, connections: () => connections, answers }
+}
+
+describe("Transport.openEventStream, the last event before the body's end", () => {
+  it.effect("the body's end is read after the stream ended: the connection serves the next request, not a new one", () =>
+    Effect.gen(function*() {
+      // the end 50 ms after the last event: the stream has ended (and its scope closed) before it comes
+      const upstream = yield* Effect.promise(() => serveLastEvent((res) => pause(50).then(() => void res.end())))
+      const transport = Transport.makeTransport()
+      const pulled = yield* readAllOn(transport, upstream.url)
+      // the connection back in the pool (the answer's end read), then the next request
+      yield* until(() => freeSockets(transport) === 1)
+      const written: Array<string> = []
+      const pushed = yield* Effect.scoped(Effect.gen(function*() {
+        const pull = yield* Transport.openEventStream(transport, call(upstream.url), endingAtEnd)
+        return yield* Effect.exit(Push.pushOf(pull)!(keepingIn(written)))
+      }))
+      yield* until(() => upstream.answers.length === 2)
+      transport.pool.destroy()
+      expect(pulled).toEqual(["one", "end"])
+      expect(Exit.isSuccess(pushed) && written).toEqual(["one", "end"])
+      expect(upstream.answers).toEqual(["ended", "ended"])
+      expect(upstream.connections()).toBe(1)
+    }))
+
+  it.effect(`a body whose end does not come within ${Transport.DRAIN_MS} ms of the stream's end is aborted`, () =>
+    Effect.gen(function*() {
+      const upstream = yield* Effect.promise(() => serveLastEvent(() => Promise.resolve()))
+      const transport = Transport.makeTransport()
+      const started = Date.now()
+      expect(yield* readAllOn(transport, upstream.url)).toEqual(["one", "end"])
+      yield* Effect.promise(async () => {
+        for (let i = 0; i < 300 && upstream.answers.length === 0; i++) await pause(10)
+      })
+      const waited = Date.now() - started
+      transport.pool.destroy()
+      expect(upstream.answers).toEqual(["cut"])
+      expect(waited).toBeGreaterThanOrEqual(Transport.DRAIN_MS - 50)
+    }))
+
+  it.effect(`more than ${Transport.DRAIN_BYTES} bytes after the stream's end: aborted without waiting`, () =>
+    Effect.gen(function*() {
+      const upstream = yield* Effect.promise(() =>
+        serveLastEvent(async (res) => {
+          await pause(20)
+          // comments, which no reader sees; held open after them
+          for (let i = 0; i < 80 && !res.destroyed; i++) res.write(`: ${"x".repeat(1021)}\n`)
+        })
+      )
+      const transport = Transport.makeTransport()
+      const started = Date.now()
+      expect(yield* readAllOn(transport, upstream.url)).toEqual(["one", "end"])
+      yield* until(() => upstream.answers.length > 0)
+      const waited = Date.now() - started
+      transport.pool.destroy()
+      expect(upstream.answers).toEqual(["cut"])
+      expect(waited).toBeLessThan(Transport.DRAIN_MS)
+    }))
+})
+
+const freeSockets = (transport: Transport.Transport): number =>
+  Object.values(transport.pool.agent(false).freeSockets).reduce((n, list) => n + (list?.length ?? 0), 0)
+
+/** Every value of a stream ended by its `end` event, pulled on `transport` (which outlives it) in a scope of its own. */
+const readAllOn = (transport: Transport.Transport, url: string) =>
+  Effect.scoped(Effect.gen(function*() {
+    const pull = yield* Transport.openEventStream(transport, call(url), endingAtEnd)
+    const values: Array<string> = []
+    for (;;) {
+      const chunk = yield* pull
+      if (chunk === undefined) return values
+      values.push(...Chunk.toReadonlyArray(chunk))
+    }
+  }))

@@ -119,6 +119,25 @@ describe.each([
     })
     expect(message.content[0]).toMatchObject({ type: "text", text: "I see 1 image(s)." })
   })
+
+  it("a stream's upstream request is not aborted once its last event is through, its body's end still to come", async () => {
+    // The fake ends each body 50 ms after its last event (a server that ends it once the write is flushed, or once
+    // it has done its bookkeeping): the gateway's stream is over by then, and it reads that end rather than abort the
+    // request, which would close the connection (a new one, a TLS handshake, for the next request).
+    const fake = provider === "anthro" ? h.anthropic : h.openai
+    fake.script(...Array.from({ length: 3 }, () => ({ kind: "ok" as const, endDelayMs: 50 })))
+    for (let i = 0; i < 3; i++) {
+      const message = await client.messages.stream({
+        model,
+        max_tokens: 100,
+        messages: [{ role: "user", content: `stream number ${i}` }]
+      }).finalMessage()
+      expect(message.content[0]).toMatchObject({ type: "text", text: `Echo: stream number ${i}` })
+      await waitFor(() => fake.inFlight() === 0, 1000)
+    }
+    // (that each then serves the next request is the transport's test: EventStream.test.ts)
+    expect(fake.aborted()).toBe(0)
+  })
 })
 
 describe("authentication", () => {

@@ -8,7 +8,8 @@
  * and handed on as one `Chunk` per read, through a pull (`openEventStream`), so Effect runs per
  * read, not per event; or pushed to a writer in the read's own callback (`Push`), so no Effect runs
  * per read at all. Interruption of a JSON call, or the end of a stream's scope before the body
- * was read to its end, aborts the request; a body read to its end is not aborted.
+ * was read to its end, aborts the request; a body read to its end is not aborted, nor one whose last
+ * event came and only its end is left (it is read to that end: `DRAIN_MS`).
  */
 import { PullUntil, Push, Upstream } from "@model-gateway/core"
 import * as Chunk from "effect/Chunk"
@@ -237,6 +238,15 @@ export interface EventDecoder<A> {
 /** Bytes read ahead of the puller before the socket is paused: a `Readable`'s default high-water mark. */
 const HIGH_WATER_MARK = 64 * 1024
 
+/**
+ * A stream whose last event came but not yet its body's end (the chunked encoding's last chunk, often in a network
+ * read or a TLS record of its own) is read to that end rather than aborted, so that its connection goes back to the
+ * pool: an aborted one is a new connection, a TLS handshake, for a later request. At most this long...
+ */
+export const DRAIN_MS = 1000
+/** ...and this many bytes; past either, it is aborted after all. */
+export const DRAIN_BYTES = 64 * 1024
+
 /** The next values, or undefined at the end. */
 export type Pull<A> = Effect.Effect<Chunk.Chunk<A> | undefined, Upstream.UpstreamError>
 
@@ -272,6 +282,9 @@ class EventStreamHandler<A> implements HttpClient.Handler {
   /** Pushing (see `push`): where the values go as they are decoded, and what ends the push. */
   private writer: Push.Writer<A> | undefined = undefined
   private endPush: ((effect: Effect.Effect<void, Upstream.UpstreamError>) => void) | undefined = undefined
+  /** Closed after its last event, before its body's end: read to the end (see `DRAIN_MS`). */
+  private drainTimer: NodeJS.Timeout | undefined = undefined
+  private drained = 0
 
   private readonly source: ErrorSource
 
@@ -447,6 +460,11 @@ class EventStreamHandler<A> implements HttpClient.Handler {
   }
 
   onData(chunk: Buffer): boolean {
+    if (this.drainTimer !== undefined) {
+      this.drained += chunk.length
+      if (this.drained > DRAIN_BYTES) this.abandon()
+      return true
+    }
     if (this.status >= 300) {
       this.errorChunks.push(chunk)
       this.errorLength += chunk.length
@@ -469,6 +487,11 @@ class EventStreamHandler<A> implements HttpClient.Handler {
   onComplete(): void {
     if (this.finished) return
     this.finished = true
+    if (this.drainTimer !== undefined) {
+      // Drained: the connection goes back to the pool; nobody reads the stream any more.
+      clearTimeout(this.drainTimer)
+      return
+    }
     if (this.status >= 300) {
       this.failure = errorFromResponse(
         this.source,
@@ -494,6 +517,11 @@ class EventStreamHandler<A> implements HttpClient.Handler {
   onError(error: Error): void {
     if (this.finished) return
     this.finished = true
+    if (this.drainTimer !== undefined) {
+      // The drain failed (the upstream cut it): nobody reads the stream any more.
+      clearTimeout(this.drainTimer)
+      return
+    }
     if (this.status >= 300) {
       this.failure = errorFromResponse(this.source, this.status, this.headers, "")
       this.errorChunks = []
@@ -503,17 +531,39 @@ class EventStreamHandler<A> implements HttpClient.Handler {
     this.deliver()
   }
 
-  /** The stream's scope closed: aborts the request unless its body was read to the end. */
+  /**
+   * The stream's scope closed: aborts the request unless its body was read to the end, or reads it to the end when
+   * only the end is left (its last event came: see `DRAIN_MS`).
+   */
   close(): void {
     this.closed = true
     this.waiter = undefined
     this.writer = undefined
     this.endPush = undefined
     if (this.finished) return
+    if (this.ended && this.status < 300 && this.abort !== undefined) {
+      this.out = []
+      this.drainTimer = setTimeout(abandonDrain, DRAIN_MS, this)
+      if (this.paused) {
+        this.paused = false
+        this.resumeSocket?.()
+      }
+      return
+    }
     this.finished = true
     this.abort?.()
   }
+
+  /** A drain that took too long or read too much: aborted after all. */
+  abandon(): void {
+    if (this.finished) return
+    this.finished = true
+    clearTimeout(this.drainTimer)
+    this.abort?.()
+  }
 }
+
+const abandonDrain = (handler: { readonly abandon: () => void }): void => handler.abandon()
 
 /**
  * POSTs JSON and opens the server-sent events of the answer in the caller's scope: each pull gives the events decoded

@@ -7,7 +7,13 @@ import type { Socket } from "node:net"
  * `afterEvents` counts SSE frames (every `event:`/`data:` frame, `ping` and `[DONE]` included).
  */
 export type Behaviour =
-  | { readonly kind: "ok"; readonly latencyMs?: number; readonly chunkDelayMs?: number }
+  | {
+    readonly kind: "ok"
+    readonly latencyMs?: number
+    readonly chunkDelayMs?: number
+    /** A stream's body ends this long after its last event (the chunked encoding's last chunk), not at once. */
+    readonly endDelayMs?: number
+  }
   | {
     readonly kind: "status"
     readonly status: number
@@ -262,6 +268,7 @@ export const startFake = async (protocol: Protocol, options: FakeUpstreamOptions
       await write(ex, res, events[i])
       if (chunkDelayMs > 0 && i < events.length - 1) await wait(ex, chunkDelayMs)
     }
+    if (behaviour.kind === "ok" && behaviour.endDelayMs !== undefined) await wait(ex, behaviour.endDelayMs)
     if (!ex.gone) res.end()
   }
 
