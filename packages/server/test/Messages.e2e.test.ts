@@ -138,6 +138,22 @@ describe.each([
     // (that each then serves the next request is the transport's test: EventStream.test.ts)
     expect(fake.aborted()).toBe(0)
   })
+
+  it("a stream ends for the client at the upstream's last event, not when the upstream gets round to its body's end", async () => {
+    const fake = provider === "anthro" ? h.anthropic : h.openai
+    fake.script({ kind: "ok", endDelayMs: 800 })
+    const started = Date.now()
+    const message = await client.messages.stream({
+      model,
+      max_tokens: 100,
+      messages: [{ role: "user", content: "the end at once" }]
+    }).finalMessage()
+    const took = Date.now() - started
+    expect(message.content[0]).toMatchObject({ type: "text", text: "Echo: the end at once" })
+    expect(took).toBeLessThan(600)
+    await waitFor(() => fake.inFlight() === 0, 1500)
+    expect(fake.aborted()).toBe(0)
+  })
 })
 
 describe("authentication", () => {

@@ -76,9 +76,11 @@ const eventDecoder = (passThrough: boolean): EventDecoder<Wire.StreamEvent> => {
       if (passThrough && name !== undefined && !readByCaller.has(name)) {
         const event = Wire.unparsed(name, message.data)
         if (event !== undefined) {
-          if (name === "message_stop") stopped = true
           out.push(event)
-          return
+          // The stream's end, as OpenAI's `[DONE]` is: the body's own end is read after it (Transport's `DRAIN_MS`).
+          if (name !== "message_stop") return
+          stopped = true
+          return true
         }
       }
       let data: Wire.JsonObject
@@ -88,10 +90,11 @@ const eventDecoder = (passThrough: boolean): EventDecoder<Wire.StreamEvent> => {
         throw new Upstream.UpstreamError({ kind: "transport", message: "upstream sent a malformed stream event" })
       }
       if ((message.event ?? data.type) === "error") throw streamError(data)
-      if (data.type === "message_stop") stopped = true
       // An event passed on as it came is sent as it came (its text kept, not serialised again).
       if (typeof data.type === "string") out.push(Wire.withRawData(data as Wire.StreamEvent, message.data))
       else out.push(Object.assign(data, { type: message.event ?? "message" }))
+      if (data.type === "message_stop") stopped = true
+      return stopped
     },
     end: () => {
       if (!stopped) {
