@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from "@effect/vitest"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
-import type { AddressInfo } from "node:net"
+import { type AddressInfo, createServer as createNetServer, type Server as NetServer, type Socket } from "node:net"
 import * as HttpClient from "../src/internal/HttpClient.js"
 
 interface Result {
@@ -14,13 +14,13 @@ interface Result {
   readonly error: Error | undefined
 }
 
-const servers: Array<Server> = []
+const servers: Array<Server | NetServer> = []
 const pools: Array<HttpClient.Pool> = []
 
 afterEach(async () => {
   for (const pool of pools.splice(0)) pool.destroy()
   for (const server of servers.splice(0)) {
-    server.closeAllConnections()
+    if ("closeAllConnections" in server) server.closeAllConnections()
     await new Promise((resolve) => server.close(resolve))
   }
 })
@@ -38,8 +38,37 @@ const serve = async (handler: (req: IncomingMessage, res: ServerResponse) => voi
   return { url: `http://127.0.0.1:${port}/v1/messages`, connections: () => connections }
 }
 
-const pool = () => {
-  const made = new HttpClient.Pool()
+/**
+ * A bare HTTP/1.1 server: `answer(socket, n)` for the n-th request on each connection (1, 2, ...); `requests` lists
+ * those numbers in order of arrival. Requests are read whole (head and `content-length` bytes of body).
+ */
+const serveRaw = async (answer: (socket: Socket, n: number) => void) => {
+  const requests: Array<number> = []
+  const server = createNetServer((socket) => {
+    let n = 0
+    let buffered = ""
+    socket.on("error", () => {})
+    socket.on("data", (chunk) => {
+      buffered += chunk.toString("latin1")
+      for (;;) {
+        const headEnd = buffered.indexOf("\r\n\r\n")
+        if (headEnd < 0) return
+        const length = Number(/content-length: (\d+)/i.exec(buffered.slice(0, headEnd))?.[1] ?? 0)
+        if (buffered.length < headEnd + 4 + length) return
+        buffered = buffered.slice(headEnd + 4 + length)
+        requests.push(++n)
+        answer(socket, n)
+      }
+    })
+  })
+  servers.push(server)
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const { port } = server.address() as AddressInfo
+  return { url: `http://127.0.0.1:${port}/v1/messages`, requests: () => requests }
+}
+
+const pool = (staleAfterMs?: number) => {
+  const made = new HttpClient.Pool(undefined, undefined, undefined, staleAfterMs)
   pools.push(made)
   return made
 }
@@ -140,6 +169,52 @@ describe("HttpClient", () => {
       result.error instanceof HttpClient.PrematureCloseError ||
         (result.error as { code?: string }).code === "ECONNRESET"
     ).toBe(true)
+  })
+
+  it("a kept-alive connection the upstream closed as the request went out on it: sent once more, on a new one", async () => {
+    const upstream = await serveRaw((socket, n) => {
+      // the second request on a connection finds it closed (an idle time-out the upstream did not announce)
+      if (n === 2) socket.resetAndDestroy()
+      else socket.write("HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\n{\"ok\":true}")
+    })
+    const p = pool(50)
+    const first = await post(p, upstream.url)
+    await new Promise((resolve) => setTimeout(resolve, 60))
+    const second = await post(p, upstream.url)
+    expect(first).toEqual({ status: 200, body: "{\"ok\":true}", error: undefined })
+    expect(second).toEqual({ status: 200, body: "{\"ok\":true}", error: undefined })
+    expect(upstream.requests()).toEqual([1, 2, 1])
+  })
+
+  it("a connection reused within staleAfterMs, reset before the answer: an error (its body was not kept for a retry)", async () => {
+    const upstream = await serveRaw((socket, n) => {
+      if (n === 2) socket.resetAndDestroy()
+      else socket.write("HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\n{\"ok\":true}")
+    })
+    const p = pool(10_000)
+    expect((await post(p, upstream.url)).error).toBeUndefined()
+    const second = await post(p, upstream.url)
+    expect((second.error as { code?: string }).code).toBe("ECONNRESET")
+    expect(upstream.requests()).toEqual([1, 2])
+  })
+
+  it("a new connection reset before the answer, or a reused one after its head: an error, not sent again", async () => {
+    const fresh = await serveRaw((socket) => socket.resetAndDestroy())
+    const reset = await post(pool(), fresh.url)
+    expect((reset.error as { code?: string }).code).toBe("ECONNRESET")
+    expect(fresh.requests()).toEqual([1])
+
+    const midway = await serveRaw((socket, n) => {
+      socket.write("HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\n")
+      if (n === 2) setTimeout(() => socket.resetAndDestroy(), 20)
+      else socket.write("{\"ok\":true}")
+    })
+    const p = pool(0)
+    expect((await post(p, midway.url)).error).toBeUndefined()
+    const cut = await post(p, midway.url)
+    expect(cut.status).toBe(200)
+    expect(cut.error).toBeInstanceOf(Error)
+    expect(midway.requests()).toEqual([1, 2])
   })
 
   it("a refused connection is an error with its code", async () => {

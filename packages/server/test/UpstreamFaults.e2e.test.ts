@@ -225,6 +225,19 @@ describe.each(matrix)("%s upstream, %s", (kind, mode) => {
     expect(alone.body.error.type).toBe("overloaded_error")
   })
 
+  it("a kept-alive connection the upstream closed while it was idle: the request goes again on a new one", async () => {
+    const first = await ask(gateway.url, mode, side.main)
+    expect(first.model).toBe(side.main)
+    // idle past the pool's staleAfterMs (1 s); the upstream then drops the connection as the next request arrives,
+    // as one whose idle time-out ran out a moment before would
+    await new Promise((resolve) => setTimeout(resolve, 1_100))
+    side.fake().script({ kind: "destroy" })
+    const second = await ask(gateway.url, mode, side.main)
+    expect(second.status).toBe(200)
+    expect(second.model).toBe(side.main)
+    expect(side.fake().requests).toHaveLength(3)
+  })
+
   it("connection refused: the fallback answers; alone, a retryable 503", async () => {
     await answeredByBackup(await ask(gateway.url, mode, side.dead, fallback()), side.backup, mode)
     clock.offset += 10 * 60_000

@@ -110,26 +110,32 @@ export class Pool {
   constructor(
     private readonly maxSockets = Infinity,
     private readonly maxFreeSockets = 256,
-    private readonly freeSocketMs = 30_000
+    private readonly freeSocketMs = 30_000,
+    /** A connection idle at least this long before its reuse may have been closed by the upstream (see `isStale`). */
+    readonly staleAfterMs = 1_000
   ) {}
 
   agent(secure: boolean): http.Agent {
     if (secure) {
-      return this.secure ??= new https.Agent({
+      return this.secure ??= watched(
+        new https.Agent({
+          keepAlive: true,
+          maxSockets: this.maxSockets,
+          maxFreeSockets: this.maxFreeSockets,
+          timeout: this.freeSocketMs,
+          scheduling: "lifo"
+        })
+      )
+    }
+    return this.plain ??= watched(
+      new http.Agent({
         keepAlive: true,
         maxSockets: this.maxSockets,
         maxFreeSockets: this.maxFreeSockets,
         timeout: this.freeSocketMs,
         scheduling: "lifo"
       })
-    }
-    return this.plain ??= new http.Agent({
-      keepAlive: true,
-      maxSockets: this.maxSockets,
-      maxFreeSockets: this.maxFreeSockets,
-      timeout: this.freeSocketMs,
-      scheduling: "lifo"
-    })
+    )
   }
 
   /** Sockets in use and idle, for tests and diagnostics. */
@@ -175,6 +181,21 @@ export class Pool {
   }
 }
 
+/** When a pooled connection last became free (a property of the socket, set by its agent's `free` event). */
+const freedAt = Symbol("freedAt")
+
+const markFreed = (socket: Socket): void => {
+  ;(socket as Socket & { [freedAt]?: number })[freedAt] = Date.now()
+}
+
+const watched = <T extends http.Agent>(agent: T): T => agent.on("free", markFreed)
+
+/** How long a reused connection was idle before this request; 0 for a new one. */
+const idleMs = (socket: Socket): number => {
+  const at = (socket as Socket & { [freedAt]?: number })[freedAt]
+  return at === undefined ? 0 : Date.now() - at
+}
+
 /** A request body: one text, or the bytes of one in parts, written in order without being joined. */
 export type Body = string | ReadonlyArray<Uint8Array>
 
@@ -197,14 +218,29 @@ export interface Request {
 
 /**
  * Sends `request` to `target` through `pool` and tells `handler` what happens (see `Handler`). No closure here refers
- * to `request`: its body (a prompt, often hundreds of KB) is then free once written, not held as long as the answer
- * streams.
+ * to `request`: its body (a prompt, often hundreds of KB) is free once written, or, on a connection that had been idle
+ * a while, once the response head comes (for one retry, see `isStale`); never held as long as the answer streams.
  */
 export const post = (pool: Pool, target: Target, request: Request, handler: Handler): void => {
   const { bodyMs, connectMs, headersMs } = request
+  const options: http.RequestOptions = {
+    agent: pool.agent(target.secure),
+    hostname: target.hostname,
+    port: target.port,
+    path: target.path,
+    method: "POST",
+    // Object.assign rather than a spread: a spread object given a new key is slow on V8 11 (Node 20).
+    headers: Object.assign({}, request.headers, { "content-length": byteLength(request.body) })
+  }
   let done = false
+  let req: ClientRequest | undefined = undefined
   let response: IncomingMessage | undefined = undefined
   let timer: NodeJS.Timeout | undefined = undefined
+  /**
+   * The body, for one retry (see `isStale`): let go once the response head comes, once retried, or at once unless the
+   * request goes out on a connection idle for `pool.staleAfterMs` or more.
+   */
+  let body: Body | undefined = request.body
 
   const finish = (error: Error | undefined): void => {
     if (done) return
@@ -213,71 +249,92 @@ export const post = (pool: Pool, target: Target, request: Request, handler: Hand
     if (error === undefined) handler.onComplete()
     else handler.onError(error)
   }
-
-  const req = (target.secure ? https : http).request({
-    agent: pool.agent(target.secure),
-    hostname: target.hostname,
-    port: target.port,
-    path: target.path,
-    method: "POST",
-    // Object.assign rather than a spread: a spread object given a new key is slow on V8 11 (Node 20).
-    headers: Object.assign({}, request.headers, { "content-length": byteLength(request.body) })
-  })
-
-  // Before anything can destroy the request: a destroyed request emits its error, and an unheard one would throw.
-  req.on("error", (error) => finish(error))
   const abort = (reason?: Error): void => {
     if (done) return
     done = true
     if (timer !== undefined) clearTimeout(timer)
-    req.destroy(reason ?? new AbortedError())
+    req?.destroy(reason ?? new AbortedError())
   }
-  handler.onConnect(abort)
-  if (done) return
-
   const expire = (phase: "connect" | "headers" | "body", ms: number): void => {
     if (done) return
     const error = new TimeoutError(phase, ms)
     finish(error)
-    req.destroy(error)
+    req?.destroy(error)
   }
-  timer = setTimeout(expire, headersMs, "headers", headersMs)
-
-  req.on("socket", (socket: Socket) => {
-    if (!socket.connecting || done) return
-    // A new connection: its own limit, then the head's limit again from the moment it is connected.
-    clearTimeout(timer)
-    timer = setTimeout(expire, connectMs, "connect", connectMs)
-    socket.once("connect", () => {
-      if (done) return
-      clearTimeout(timer)
-      timer = setTimeout(expire, headersMs, "headers", headersMs)
-    })
-  })
-  req.on("response", (res: IncomingMessage) => {
-    if (done) {
-      res.destroy()
-      return
-    }
-    response = res
-    clearTimeout(timer)
-    timer = setTimeout(expire, bodyMs, "body", bodyMs)
-    res.on("data", (chunk: Buffer) => {
-      if (done) return
-      timer!.refresh()
-      if (!handler.onData(chunk)) res.pause()
-    })
-    res.on("end", () => finish(undefined))
-    res.on("error", (error) => finish(error))
-    res.on("close", () => {
-      if (!res.complete) finish(new PrematureCloseError())
-    })
-    if (!handler.onHeaders(res.statusCode ?? 0, res.headers, resume)) res.pause()
-  })
   const resume = (): void => {
     if (!done) response?.resume()
   }
-  sendAtTurnEnd(req, request.body)
+
+  const send = (text: Body): void => {
+    const sent = (target.secure ? https : http).request(options)
+    req = sent
+    // Before anything can destroy the request: a destroyed request emits its error, and an unheard one would throw.
+    sent.on("error", (error) => {
+      if (sent !== req) return
+      const again = body
+      if (again !== undefined && !done && sent.reusedSocket && isStale(error)) {
+        body = undefined
+        send(again)
+      } else finish(error)
+    })
+    sent.on("socket", (socket: Socket) => {
+      if (done) return
+      // Only a request on a connection idle long enough for the upstream to have closed it is sent again: for the
+      // others (new connections, and those of a busy pool) the body need not be kept.
+      if (!sent.reusedSocket || idleMs(socket) < pool.staleAfterMs) body = undefined
+      if (!socket.connecting) return
+      // A new connection: its own limit, then the head's limit again from the moment it is connected.
+      clearTimeout(timer)
+      timer = setTimeout(expire, connectMs, "connect", connectMs)
+      socket.once("connect", () => {
+        if (done || sent !== req) return
+        clearTimeout(timer)
+        timer = setTimeout(expire, headersMs, "headers", headersMs)
+      })
+    })
+    sent.on("response", (res: IncomingMessage) => {
+      if (done) {
+        res.destroy()
+        return
+      }
+      response = res
+      body = undefined
+      clearTimeout(timer)
+      timer = setTimeout(expire, bodyMs, "body", bodyMs)
+      res.on("data", (chunk: Buffer) => {
+        if (done) return
+        timer!.refresh()
+        if (!handler.onData(chunk)) res.pause()
+      })
+      res.on("end", () => finish(undefined))
+      res.on("error", (error) => finish(error))
+      res.on("close", () => {
+        if (!res.complete) finish(new PrematureCloseError())
+      })
+      if (!handler.onHeaders(res.statusCode ?? 0, res.headers, resume)) res.pause()
+    })
+    sendAtTurnEnd(sent, text)
+  }
+
+  handler.onConnect(abort)
+  if (done) return
+  timer = setTimeout(expire, headersMs, "headers", headersMs)
+  send(request.body)
+}
+
+/**
+ * A keep-alive connection the upstream had closed (its idle time-out) as the request went out on it: reset, or closed,
+ * before any answer on a reused connection. Such a request almost never reached the upstream's application, so it is
+ * sent once more, on another connection, as node's documentation advises (`request.reusedSocket`; Go's client does the
+ * same). Upstreams that do not announce their idle time-out (`Keep-Alive: timeout=N`, which the agent heeds) close
+ * connections the pool still holds: uvicorn after 5 s. Only a connection idle for `Pool.staleAfterMs` (1 s) or more
+ * can be one: a busy pool's connections are reused within milliseconds, and their requests' bodies (prompts) are not
+ * kept for a retry. An upstream that reset a reused connection while it worked on the request would get it twice; the
+ * gateway's fallback to another endpoint sends it again anyway.
+ */
+const isStale = (error: Error): boolean => {
+  const code = (error as NodeJS.ErrnoException).code
+  return code === "ECONNRESET" || code === "EPIPE"
 }
 
 // Requests sent together at the end of the event loop's turn (one `setImmediate`), after the turn's other callbacks,
