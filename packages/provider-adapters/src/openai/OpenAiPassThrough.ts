@@ -113,6 +113,11 @@ export const make = (transport: Transport, options: PassThroughOptions) => {
           if (typeof data.type !== "string" && message.event !== undefined) data.type = message.event
           const failure = responsesError(data)
           if (failure !== undefined) throw failure
+          // A response's last event ends the stream, as `[DONE]` ends a chat stream (the body's end is read after it).
+          if (data.type === "response.completed" || data.type === "response.incomplete") {
+            out.push(data)
+            return true
+          }
         }
         out.push(data)
       },
