@@ -116,26 +116,18 @@ export class Pool {
   ) {}
 
   agent(secure: boolean): http.Agent {
-    if (secure) {
-      return this.secure ??= watched(
-        new https.Agent({
-          keepAlive: true,
-          maxSockets: this.maxSockets,
-          maxFreeSockets: this.maxFreeSockets,
-          timeout: this.freeSocketMs,
-          scheduling: "lifo"
-        })
-      )
+    if (secure) return this.secure ??= watched(new https.Agent(this.agentOptions()))
+    return this.plain ??= watched(new http.Agent(this.agentOptions()))
+  }
+
+  private agentOptions(): http.AgentOptions {
+    return {
+      keepAlive: true,
+      maxSockets: this.maxSockets,
+      maxFreeSockets: this.maxFreeSockets,
+      timeout: this.freeSocketMs,
+      scheduling: "lifo"
     }
-    return this.plain ??= watched(
-      new http.Agent({
-        keepAlive: true,
-        maxSockets: this.maxSockets,
-        maxFreeSockets: this.maxFreeSockets,
-        timeout: this.freeSocketMs,
-        scheduling: "lifo"
-      })
-    )
   }
 
   /** Sockets in use and idle, for tests and diagnostics. */
