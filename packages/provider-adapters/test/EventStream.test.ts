@@ -88,10 +88,9 @@ const keepingIn = (into: Array<string>): Push.Writer<string> => (values) => {
   return true
 }
 
-/** Every value of the stream, pulled to its end. */
-const readAll = (url: string, decoder: Transport.EventDecoder<string> = dataOf) =>
+/** Every value of the stream, pulled to its end on `transport` (which outlives it) in a scope of its own. */
+const readAllOn = (transport: Transport.Transport, url: string, decoder: Transport.EventDecoder<string> = dataOf) =>
   Effect.scoped(Effect.gen(function*() {
-    const transport = yield* Transport.scopedTransport()
     const pull = yield* Transport.openEventStream(transport, call(url), decoder)
     const values: Array<string> = []
     for (;;) {
@@ -100,6 +99,10 @@ const readAll = (url: string, decoder: Transport.EventDecoder<string> = dataOf) 
       values.push(...Chunk.toReadonlyArray(chunk))
     }
   }))
+
+/** Every value of the stream, pulled to its end on a pool of its own. */
+const readAll = (url: string, decoder: Transport.EventDecoder<string> = dataOf) =>
+  Effect.scoped(Effect.flatMap(Transport.scopedTransport(), (transport) => readAllOn(transport, url, decoder)))
 
 describe("Transport.openEventStream", () => {
   it.effect("decodes a character split between two reads whole, and drops a byte order mark opening the body", () =>
@@ -425,7 +428,7 @@ describe("Transport.openEventStream, the last event before the body's end", () =
       // the end 50 ms after the last event: the stream has ended (and its scope closed) before it comes
       const upstream = yield* Effect.promise(() => serveLastEvent((res) => pause(50).then(() => void res.end())))
       const transport = Transport.makeTransport()
-      const pulled = yield* readAllOn(transport, upstream.url)
+      const pulled = yield* readAllOn(transport, upstream.url, endingAtEnd)
       // the connection back in the pool (the answer's end read), then the next request
       yield* until(() => freeSockets(transport) === 1)
       const written: Array<string> = []
@@ -446,7 +449,7 @@ describe("Transport.openEventStream, the last event before the body's end", () =
       const upstream = yield* Effect.promise(() => serveLastEvent(() => Promise.resolve()))
       const transport = Transport.makeTransport()
       const started = Date.now()
-      expect(yield* readAllOn(transport, upstream.url)).toEqual(["one", "end"])
+      expect(yield* readAllOn(transport, upstream.url, endingAtEnd)).toEqual(["one", "end"])
       yield* Effect.promise(async () => {
         for (let i = 0; i < 300 && upstream.answers.length === 0; i++) await pause(10)
       })
@@ -467,7 +470,7 @@ describe("Transport.openEventStream, the last event before the body's end", () =
       )
       const transport = Transport.makeTransport()
       const started = Date.now()
-      expect(yield* readAllOn(transport, upstream.url)).toEqual(["one", "end"])
+      expect(yield* readAllOn(transport, upstream.url, endingAtEnd)).toEqual(["one", "end"])
       yield* until(() => upstream.answers.length > 0)
       const waited = Date.now() - started
       transport.pool.destroy()
@@ -478,15 +481,3 @@ describe("Transport.openEventStream, the last event before the body's end", () =
 
 const freeSockets = (transport: Transport.Transport): number =>
   Object.values(transport.pool.agent(false).freeSockets).reduce((n, list) => n + (list?.length ?? 0), 0)
-
-/** Every value of a stream ended by its `end` event, pulled on `transport` (which outlives it) in a scope of its own. */
-const readAllOn = (transport: Transport.Transport, url: string) =>
-  Effect.scoped(Effect.gen(function*() {
-    const pull = yield* Transport.openEventStream(transport, call(url), endingAtEnd)
-    const values: Array<string> = []
-    for (;;) {
-      const chunk = yield* pull
-      if (chunk === undefined) return values
-      values.push(...Chunk.toReadonlyArray(chunk))
-    }
-  }))
