@@ -15,6 +15,10 @@
 //               machine) taken just before the write: a client compares it with its own clock on arrival
 //   intervalMs  with `deltas`, the time between two deltas (setTimeout); 0: the next turn of the event loop
 //
+// BENCH_UPSTREAM_END_MS (environment, default 0): a stream's body ends this many ms after its last event rather than
+// with it, as from a server that ends it once its last write is flushed (uvicorn): a measurement of what a client does
+// with a body whose last event came before its end (not judged; the targets are judged on 0).
+//
 // It counts requests, and open streams (now and the most at once) for the 1,000-stream probe. Runs in its own process.
 import { createServer } from "node:http"
 import { serveChild } from "./child.mjs"
@@ -32,6 +36,7 @@ const ANTHROPIC_CHUNKS = SSE_EVENTS.map((event) => Buffer.from(event))
 const OPENAI_CHUNKS = openAiSseEvents(false).map((event) => Buffer.from(event))
 const OPENAI_CHUNKS_USAGE = openAiSseEvents(true).map((event) => Buffer.from(event))
 
+const END_MS = Number(process.env.BENCH_UPSTREAM_END_MS ?? 0)
 let mode = { latencyMs: 0, deltas: 0, intervalMs: 0 }
 let requests = 0
 let last
@@ -84,6 +89,13 @@ const streamTo = (res, events, intervalMs) => {
     const isDelta = typeof event === "function"
     res.write(isDelta ? event() : event)
     if (i >= events.length) {
+      if (END_MS > 0) {
+        setTimeout(() => {
+          res.end()
+          done()
+        }, END_MS)
+        return
+      }
       res.end()
       return done()
     }
