@@ -186,6 +186,28 @@ describe("HttpClient", () => {
     expect(upstream.requests()).toEqual([1, 2, 1])
   })
 
+  it("the pool's other idle connections closed too: sent again while on a reused one, at most three times", async () => {
+    const upstream = await serveRaw((socket, n) => {
+      if (n === 2) socket.resetAndDestroy()
+      else socket.write("HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\n{\"ok\":true}")
+    })
+    const idleWhile = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+    // two idle connections, both closed: the third attempt goes out on a new one and is answered
+    const two = pool(50)
+    await Promise.all([post(two, upstream.url), post(two, upstream.url)])
+    await idleWhile(60)
+    expect((await post(two, upstream.url)).error).toBeUndefined()
+    expect(upstream.requests()).toEqual([1, 1, 2, 2, 1])
+    // four idle connections, all closed: three retries, then the fourth reset is the request's failure
+    upstream.requests().length = 0
+    const four = pool(50)
+    await Promise.all(Array.from({ length: 4 }, () => post(four, upstream.url)))
+    await idleWhile(60)
+    const failed = await post(four, upstream.url)
+    expect((failed.error as { code?: string }).code).toBe("ECONNRESET")
+    expect(upstream.requests()).toEqual([1, 1, 1, 1, 2, 2, 2, 2])
+  })
+
   it("a connection reused within staleAfterMs, reset before the answer: an error (its body was not kept for a retry)", async () => {
     const upstream = await serveRaw((socket, n) => {
       if (n === 2) socket.resetAndDestroy()

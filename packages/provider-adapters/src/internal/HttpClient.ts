@@ -211,7 +211,7 @@ export interface Request {
 /**
  * Sends `request` to `target` through `pool` and tells `handler` what happens (see `Handler`). No closure here refers
  * to `request`: its body (a prompt, often hundreds of KB) is free once written, or, on a connection that had been idle
- * a while, once the response head comes (for one retry, see `isStale`); never held as long as the answer streams.
+ * a while, once the response head comes (for a retry, see `isStale`); never held as long as the answer streams.
  */
 export const post = (pool: Pool, target: Target, request: Request, handler: Handler): void => {
   const { bodyMs, connectMs, headersMs } = request
@@ -229,10 +229,11 @@ export const post = (pool: Pool, target: Target, request: Request, handler: Hand
   let response: IncomingMessage | undefined = undefined
   let timer: NodeJS.Timeout | undefined = undefined
   /**
-   * The body, for one retry (see `isStale`): let go once the response head comes, once retried, or at once unless the
-   * request goes out on a connection idle for `pool.staleAfterMs` or more.
+   * The body, for a retry (see `isStale`): let go once the response head comes, or as soon as the request goes out on
+   * a connection other than one idle for `pool.staleAfterMs` or more.
    */
   let body: Body | undefined = request.body
+  let retries = 0
 
   const finish = (error: Error | undefined): void => {
     if (done) return
@@ -263,10 +264,11 @@ export const post = (pool: Pool, target: Target, request: Request, handler: Hand
     // Before anything can destroy the request: a destroyed request emits its error, and an unheard one would throw.
     sent.on("error", (error) => {
       if (sent !== req) return
-      const again = body
-      if (again !== undefined && !done && sent.reusedSocket && isStale(error)) {
-        body = undefined
-        send(again)
+      // Another connection of the pool may have gone the same way (closed at the same moment): sent again while the
+      // connection it went out on was a reused one, at most `STALE_RETRIES` times; a new connection's failure is final.
+      if (body !== undefined && !done && sent.reusedSocket && isStale(error) && retries < STALE_RETRIES) {
+        retries++
+        send(body)
       } else finish(error)
     })
     sent.on("socket", (socket: Socket) => {
@@ -314,15 +316,19 @@ export const post = (pool: Pool, target: Target, request: Request, handler: Hand
   send(request.body)
 }
 
+/** At most this many times: the pool's other idle connections may have been closed at the same moment. */
+const STALE_RETRIES = 3
+
 /**
  * A keep-alive connection the upstream had closed (its idle time-out) as the request went out on it: reset, or closed,
  * before any answer on a reused connection. Such a request almost never reached the upstream's application, so it is
- * sent once more, on another connection, as node's documentation advises (`request.reusedSocket`; Go's client does the
- * same). Upstreams that do not announce their idle time-out (`Keep-Alive: timeout=N`, which the agent heeds) close
- * connections the pool still holds: uvicorn after 5 s. Only a connection idle for `Pool.staleAfterMs` (1 s) or more
- * can be one: a busy pool's connections are reused within milliseconds, and their requests' bodies (prompts) are not
- * kept for a retry. An upstream that reset a reused connection while it worked on the request would get it twice; the
- * gateway's fallback to another endpoint sends it again anyway.
+ * sent again on another connection, as node's documentation advises (`request.reusedSocket`; Go's client does the
+ * same), while the one it failed on was reused (at most `STALE_RETRIES` times). Upstreams that do not announce their
+ * idle time-out (`Keep-Alive: timeout=N`, which the agent heeds) close connections the pool still holds: uvicorn after
+ * 5 s. Only a connection idle for `Pool.staleAfterMs` (1 s) or more can be one: a busy pool's connections are reused
+ * within milliseconds, and their requests' bodies (prompts) are not kept for a retry. An upstream that reset a reused
+ * connection while it worked on the request would get it twice; the gateway's fallback to another endpoint sends it
+ * again anyway.
  */
 const isStale = (error: Error): boolean => {
   const code = (error as NodeJS.ErrnoException).code
