@@ -6,10 +6,11 @@
  * resumes the source, a failure or a throwing writer ends the push, never the process.
  */
 import { afterEach, describe, expect, it } from "@effect/vitest"
-import { PullUntil, Push } from "@model-gateway/core"
+import { PullUntil, Push, Upstream } from "@model-gateway/core"
 import * as Cause from "effect/Cause"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
@@ -441,6 +442,30 @@ describe("Transport.openEventStream, the last event before the body's end", () =
       expect(pulled).toEqual(["one", "end"])
       expect(Exit.isSuccess(pushed) && written).toEqual(["one", "end"])
       expect(upstream.answers).toEqual(["ended", "ended"])
+      expect(upstream.connections()).toBe(1)
+    }))
+
+  it.effect("an in-band error ends the stream the same way; an event that cannot be read aborts the request", () =>
+    Effect.gen(function*() {
+      // `end` here is an error event: the decoder fails the stream on it, as on Anthropic's `event: error`
+      const failingAt = (kind: Upstream.UpstreamFailure): Transport.EventDecoder<string> => ({
+        event: (message, out) => {
+          if (message.data === "end") throw new Upstream.UpstreamError({ kind, message: "failed on an event" })
+          out.push(message.data)
+        },
+        end: () => {}
+      })
+      const upstream = yield* Effect.promise(() => serveLastEvent((res) => pause(50).then(() => void res.end())))
+      const transport = Transport.makeTransport()
+      const overloaded = yield* Effect.either(readAllOn(transport, upstream.url, failingAt("overloaded")))
+      yield* until(() => freeSockets(transport) === 1)
+      const malformed = yield* Effect.either(readAllOn(transport, upstream.url, failingAt("transport")))
+      yield* until(() => upstream.answers.length === 2)
+      transport.pool.destroy()
+      expect(Either.isLeft(overloaded) && overloaded.left.kind).toBe("overloaded")
+      expect(Either.isLeft(malformed) && malformed.left.kind).toBe("transport")
+      // the first answer read to its end on the one connection, then the second cut on it
+      expect(upstream.answers).toEqual(["ended", "cut"])
       expect(upstream.connections()).toBe(1)
     }))
 

@@ -46,12 +46,17 @@ describe("stream faults after content", () => {
   })
 
   it("falls back when the upstream errors in-band before content", async () => {
-    h.anthropic.script({ kind: "errorEvent", afterEvents: 1 })
+    // the upstream ends its answer 50 ms after the error event
+    h.anthropic.script({ kind: "errorEvent", afterEvents: 1, endDelayMs: 50 })
     const events = await readEvents(
       await post(h, { model: "anthro/claude", stream: true, fallbacks: [{ model: "acme/gpt" }], ...hello })
     )
     expect(events[0].data.message.model).toBe("acme/gpt")
     expect(events.at(-1)?.event).toBe("message_stop")
+    // the failed attempt's answer is read to its end (the upstream ended it after the error), not aborted: its
+    // connection serves a later request
+    await expect.poll(() => h.anthropic.inFlight()).toBe(0)
+    expect(h.anthropic.aborted()).toBe(0)
   })
 
   it("a non-streamed answer cut in half falls back", async () => {

@@ -297,6 +297,15 @@ class EventStreamHandler<A> implements HttpClient.Handler {
     return this.ended || this.failure !== undefined || this.defect !== undefined
   }
 
+  /**
+   * Only the body's end is left: the protocol's last event came, or an error event ended the answer (an in-band error,
+   * after which the upstream ends its body; not an event that could not be read, a `transport` failure, after which it
+   * may go on generating).
+   */
+  private get onlyEndLeft(): boolean {
+    return this.ended || (this.failure !== undefined && this.failure.kind !== "transport")
+  }
+
   private fail(error: unknown): void {
     if (error instanceof Upstream.UpstreamError) this.failure = error
     else this.defect = error
@@ -533,7 +542,7 @@ class EventStreamHandler<A> implements HttpClient.Handler {
 
   /**
    * The stream's scope closed: aborts the request unless its body was read to the end, or reads it to the end when
-   * only the end is left (its last event came: see `DRAIN_MS`).
+   * only the end is left (its last event, or an in-band error, came: see `DRAIN_MS`).
    */
   close(): void {
     this.closed = true
@@ -541,7 +550,7 @@ class EventStreamHandler<A> implements HttpClient.Handler {
     this.writer = undefined
     this.endPush = undefined
     if (this.finished) return
-    if (this.ended && this.status < 300 && this.abort !== undefined) {
+    if (this.onlyEndLeft && this.status < 300 && this.abort !== undefined) {
       this.out = []
       this.drainTimer = setTimeout(abandonDrain, DRAIN_MS, this)
       if (this.paused) {

@@ -31,6 +31,8 @@ export type Behaviour =
     readonly afterEvents: number
     readonly status?: number
     readonly chunkDelayMs?: number
+    /** The body ends this long after the error event, not at once. */
+    readonly endDelayMs?: number
   }
   | { readonly kind: "destroy" }
 
@@ -258,7 +260,8 @@ export const startFake = async (protocol: Protocol, options: FakeUpstreamOptions
             return void res.end()
           case "errorEvent":
             await write(ex, res, protocol.errorEvent(behaviour.status ?? protocol.defaultErrorEventStatus, requestId))
-            return void res.end()
+            if (behaviour.endDelayMs !== undefined) await wait(ex, behaviour.endDelayMs)
+            return void (ex.gone || res.end())
           case "malformed":
             await write(ex, res, protocol.malformedEvent)
             break
