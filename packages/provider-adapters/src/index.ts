@@ -1,5 +1,6 @@
 export * as AnthropicUpstream from "./anthropic/AnthropicUpstream.js"
 export * as ChatTranslate from "./anthropic/ChatTranslate.js"
+export * as EventStream from "./internal/EventStream.js"
 export * as Transport from "./internal/Transport.js"
 export * as OpenAiTranslate from "./openai/OpenAiTranslate.js"
 export * as OpenAiUpstream from "./openai/OpenAiUpstream.js"

@@ -16,6 +16,7 @@ import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import { createServer, type Server, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
+import * as EventStream from "../src/internal/EventStream.js"
 import * as Transport from "../src/internal/Transport.js"
 
 const servers: Array<Server> = []
@@ -57,7 +58,7 @@ const call = (url: string): Transport.HttpCall => ({
 })
 
 /** Each event's data, as the decoder saw it. */
-const dataOf: Transport.EventDecoder<string> = {
+const dataOf: EventStream.EventDecoder<string> = {
   event: (message, out) => {
     out.push(message.data)
   },
@@ -90,9 +91,9 @@ const keepingIn = (into: Array<string>): Push.Writer<string> => (values) => {
 }
 
 /** Every value of the stream, pulled to its end on `transport` (which outlives it) in a scope of its own. */
-const readAllOn = (transport: Transport.Transport, url: string, decoder: Transport.EventDecoder<string> = dataOf) =>
+const readAllOn = (transport: Transport.Transport, url: string, decoder: EventStream.EventDecoder<string> = dataOf) =>
   Effect.scoped(Effect.gen(function*() {
-    const pull = yield* Transport.openEventStream(transport, call(url), decoder)
+    const pull = yield* EventStream.openEventStream(transport, call(url), decoder)
     const values: Array<string> = []
     for (;;) {
       const chunk = yield* pull
@@ -102,10 +103,10 @@ const readAllOn = (transport: Transport.Transport, url: string, decoder: Transpo
   }))
 
 /** Every value of the stream, pulled to its end on a pool of its own. */
-const readAll = (url: string, decoder: Transport.EventDecoder<string> = dataOf) =>
+const readAll = (url: string, decoder: EventStream.EventDecoder<string> = dataOf) =>
   Effect.scoped(Effect.flatMap(Transport.scopedTransport(), (transport) => readAllOn(transport, url, decoder)))
 
-describe("Transport.openEventStream", () => {
+describe("EventStream.openEventStream", () => {
   it.effect("decodes a character split between two reads whole, and drops a byte order mark opening the body", () =>
     Effect.gen(function*() {
       const text = Buffer.from("data: caf\u00e9 \u{1F600}\n\n")
@@ -151,7 +152,7 @@ describe("Transport.openEventStream", () => {
       // The pool outlives the stream (closing a pool would end its connections too): only the abort can close it.
       const transport = Transport.makeTransport()
       const first = yield* Effect.scoped(Effect.flatMap(
-        Transport.openEventStream(transport, call(upstream.url), dataOf),
+        EventStream.openEventStream(transport, call(upstream.url), dataOf),
         (pull) => pull
       ))
       expect(first === undefined ? [] : Chunk.toReadonlyArray(first)).toEqual(["first"])
@@ -166,14 +167,14 @@ describe("Transport.openEventStream", () => {
 const pullThenPush = (url: string, write: Push.Writer<string>) =>
   Effect.scoped(Effect.gen(function*() {
     const transport = yield* Transport.scopedTransport()
-    const pull = yield* Transport.openEventStream(transport, call(url), dataOf)
+    const pull = yield* EventStream.openEventStream(transport, call(url), dataOf)
     const push = Push.pushOf(pull)
     if (push === undefined) return yield* Effect.die(new Error("the transport's stream cannot push"))
     const first = yield* pull
     return { first: first === undefined ? [] : Chunk.toReadonlyArray(first), pushed: yield* Effect.exit(push(write)) }
   }))
 
-describe("Transport.openEventStream, pushed", () => {
+describe("EventStream.openEventStream, pushed", () => {
   it.effect("each read's values reach the writer as they arrive, in order, then the push ends", () =>
     Effect.gen(function*() {
       let arrived = 0
@@ -241,7 +242,7 @@ describe("Transport.openEventStream, pushed", () => {
       const written: Array<string> = []
       const pushed = yield* Effect.scoped(Effect.gen(function*() {
         const transport = yield* Transport.scopedTransport()
-        const pull = yield* Transport.openEventStream(transport, call(upstream.url), dataOf)
+        const pull = yield* EventStream.openEventStream(transport, call(upstream.url), dataOf)
         const first = yield* pull
         expect(first === undefined ? [] : Chunk.toReadonlyArray(first)).toEqual([values[0]])
         yield* Effect.promise(() => pause(200))
@@ -282,7 +283,7 @@ describe("Transport.openEventStream, pushed", () => {
       const written: Array<string> = []
       const transport = Transport.makeTransport()
       const fiber = yield* Effect.fork(Effect.scoped(Effect.gen(function*() {
-        const pull = yield* Transport.openEventStream(transport, call(upstream.url), dataOf)
+        const pull = yield* EventStream.openEventStream(transport, call(upstream.url), dataOf)
         yield* pull
         yield* Push.pushOf(pull)!(keepingIn(written))
       })))
@@ -300,7 +301,7 @@ describe("Transport.openEventStream, pushed", () => {
 const pullUntilOnce = (url: string, stop: (value: string) => boolean) =>
   Effect.scoped(Effect.gen(function*() {
     const transport = yield* Transport.scopedTransport()
-    const pull = yield* Transport.openEventStream(transport, call(url), dataOf)
+    const pull = yield* EventStream.openEventStream(transport, call(url), dataOf)
     const until = PullUntil.untilOf(pull)
     if (until === undefined) return yield* Effect.die(new Error("the transport's stream cannot pull until"))
     const got = yield* Effect.exit(until(stop))
@@ -314,7 +315,7 @@ const pullUntilOnce = (url: string, stop: (value: string) => boolean) =>
     return { got: Exit.map(got, (chunk) => chunk === undefined ? undefined : Chunk.toReadonlyArray(chunk)), rest }
   }))
 
-describe("Transport.openEventStream, pulled until", () => {
+describe("EventStream.openEventStream, pulled until", () => {
   it.effect("gives nothing until a value satisfies the stop, then every value read so far; the rest is pulled as before", () =>
     Effect.gen(function*() {
       // each value in a read of its own, 20 ms apart: a plain pull would give ["start"] alone
@@ -337,7 +338,7 @@ describe("Transport.openEventStream, pulled until", () => {
       const upstream = yield* serveEvents(["start"], "cut")
       const got = yield* Effect.scoped(Effect.gen(function*() {
         const transport = yield* Transport.scopedTransport()
-        const pull = yield* Transport.openEventStream(transport, call(upstream.url), dataOf)
+        const pull = yield* EventStream.openEventStream(transport, call(upstream.url), dataOf)
         const first = yield* PullUntil.untilOf(pull)!(() => false)
         return { first: first === undefined ? [] : Chunk.toReadonlyArray(first), next: yield* Effect.exit(pull) }
       }))
@@ -359,7 +360,7 @@ describe("Transport.openEventStream, pulled until", () => {
       )
       const got = yield* Effect.scoped(Effect.gen(function*() {
         const transport = yield* Transport.scopedTransport()
-        const pull = yield* Transport.openEventStream(transport, call(upstream.url), dataOf)
+        const pull = yield* EventStream.openEventStream(transport, call(upstream.url), dataOf)
         const first = yield* PullUntil.untilOf(pull)!(() => false).pipe(Effect.timeout("2 seconds"))
         return first === undefined ? [] : Chunk.toReadonlyArray(first)
       }))
@@ -369,13 +370,13 @@ describe("Transport.openEventStream, pulled until", () => {
     }))
 })
 
-describe("Transport.openEventStream, pulled until, a stop that throws", () => {
+describe("EventStream.openEventStream, pulled until, a stop that throws", () => {
   it.effect("gives the values read, then dies on the next pull: a defect of the stream, never of the process", () =>
     Effect.gen(function*() {
       const upstream = yield* serveEvents(["start", "block"], "end")
       const got = yield* Effect.scoped(Effect.gen(function*() {
         const transport = yield* Transport.scopedTransport()
-        const pull = yield* Transport.openEventStream(transport, call(upstream.url), dataOf)
+        const pull = yield* EventStream.openEventStream(transport, call(upstream.url), dataOf)
         const first = yield* PullUntil.untilOf(pull)!((value) => {
           if (value === "block") throw new Error("a broken check")
           return false
@@ -388,7 +389,7 @@ describe("Transport.openEventStream, pulled until, a stop that throws", () => {
 })
 
 /** Each event's data; the event `end` ends the stream, as `message_stop` or `[DONE]` does. */
-const endingAtEnd: Transport.EventDecoder<string> = {
+const endingAtEnd: EventStream.EventDecoder<string> = {
   event: (message, out) => {
     out.push(message.data)
     return message.data === "end"
@@ -423,7 +424,7 @@ const serveLastEvent = async (rest: (res: ServerResponse) => Promise<void>) => {
   return { url: `http://127.0.0.1:${port}/v1/messages`, connections: () => connections, answers }
 }
 
-describe("Transport.openEventStream, the last event before the body's end", () => {
+describe("EventStream.openEventStream, the last event before the body's end", () => {
   it.effect("the body's end is read after the stream ended: the connection serves the next request, not a new one", () =>
     Effect.gen(function*() {
       // the end 50 ms after the last event: the stream has ended (and its scope closed) before it comes
@@ -434,7 +435,7 @@ describe("Transport.openEventStream, the last event before the body's end", () =
       yield* until(() => freeSockets(transport) === 1)
       const written: Array<string> = []
       const pushed = yield* Effect.scoped(Effect.gen(function*() {
-        const pull = yield* Transport.openEventStream(transport, call(upstream.url), endingAtEnd)
+        const pull = yield* EventStream.openEventStream(transport, call(upstream.url), endingAtEnd)
         return yield* Effect.exit(Push.pushOf(pull)!(keepingIn(written)))
       }))
       yield* until(() => upstream.answers.length === 2)
@@ -448,7 +449,7 @@ describe("Transport.openEventStream, the last event before the body's end", () =
   it.effect("an in-band error ends the stream the same way; an event that cannot be read aborts the request", () =>
     Effect.gen(function*() {
       // `end` here is an error event: the decoder fails the stream on it, as on Anthropic's `event: error`
-      const failingAt = (kind: Upstream.UpstreamFailure): Transport.EventDecoder<string> => ({
+      const failingAt = (kind: Upstream.UpstreamFailure): EventStream.EventDecoder<string> => ({
         event: (message, out) => {
           if (message.data === "end") throw new Upstream.UpstreamError({ kind, message: "failed on an event" })
           out.push(message.data)
@@ -469,7 +470,7 @@ describe("Transport.openEventStream, the last event before the body's end", () =
       expect(upstream.connections()).toBe(1)
     }))
 
-  it.effect(`a body whose end does not come within ${Transport.DRAIN_MS} ms of the stream's end is aborted`, () =>
+  it.effect(`a body whose end does not come within ${EventStream.DRAIN_MS} ms of the stream's end is aborted`, () =>
     Effect.gen(function*() {
       const upstream = yield* Effect.promise(() => serveLastEvent(() => Promise.resolve()))
       const transport = Transport.makeTransport()
@@ -481,10 +482,10 @@ describe("Transport.openEventStream, the last event before the body's end", () =
       const waited = Date.now() - started
       transport.pool.destroy()
       expect(upstream.answers).toEqual(["cut"])
-      expect(waited).toBeGreaterThanOrEqual(Transport.DRAIN_MS - 50)
+      expect(waited).toBeGreaterThanOrEqual(EventStream.DRAIN_MS - 50)
     }))
 
-  it.effect(`more than ${Transport.DRAIN_BYTES} bytes after the stream's end: aborted without waiting`, () =>
+  it.effect(`more than ${EventStream.DRAIN_BYTES} bytes after the stream's end: aborted without waiting`, () =>
     Effect.gen(function*() {
       const upstream = yield* Effect.promise(() =>
         serveLastEvent(async (res) => {
@@ -500,7 +501,7 @@ describe("Transport.openEventStream, the last event before the body's end", () =
       const waited = Date.now() - started
       transport.pool.destroy()
       expect(upstream.answers).toEqual(["cut"])
-      expect(waited).toBeLessThan(Transport.DRAIN_MS)
+      expect(waited).toBeLessThan(EventStream.DRAIN_MS)
     }))
 })
 

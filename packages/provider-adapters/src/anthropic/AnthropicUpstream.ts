@@ -7,9 +7,10 @@ import { Wire } from "@model-gateway/core"
 import { Upstream } from "@model-gateway/core"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
+import { type EventDecoder, openEventStream } from "../internal/EventStream.js"
 import * as JsonBody from "../internal/JsonBody.js"
-import type { EventDecoder, Timeouts } from "../internal/Transport.js"
-import { openEventStream, postJson, scopedTransport } from "../internal/Transport.js"
+import type { Timeouts } from "../internal/Transport.js"
+import { postJson, scopedTransport } from "../internal/Transport.js"
 import * as AnthropicChat from "./AnthropicChat.js"
 
 export interface AnthropicOptions {
@@ -138,7 +139,7 @@ export const make = (options: AnthropicOptions): Effect.Effect<Upstream.Upstream
         check: checkMessage
       }) as Effect.Effect<Wire.Message, Upstream.UpstreamError>
 
-    // Events are decoded as each network read arrives, with no Effect per event (see Transport.openEventStream).
+    // Events are decoded as each network read arrives, with no Effect per event (see EventStream.openEventStream).
     const streamMessage = (call: Upstream.MessagesCall): Effect.Effect<Upstream.EventPull, never, Scope.Scope> => {
       const body = JsonBody.encode(Wire.withField(call.body, "stream", true))
       call.bodyMade?.()

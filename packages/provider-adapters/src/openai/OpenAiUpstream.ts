@@ -8,10 +8,11 @@ import { Upstream } from "@model-gateway/core"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type * as Scope from "effect/Scope"
+import { openEventStream } from "../internal/EventStream.js"
 import type * as HttpClient from "../internal/HttpClient.js"
 import * as JsonBody from "../internal/JsonBody.js"
 import type { Timeouts, Transport } from "../internal/Transport.js"
-import { openEventStream, postJson, scopedTransport } from "../internal/Transport.js"
+import { postJson, scopedTransport } from "../internal/Transport.js"
 import * as ChunkShortcut from "./ChunkShortcut.js"
 import * as OpenAiPassThrough from "./OpenAiPassThrough.js"
 import * as OpenAiTranslate from "./OpenAiTranslate.js"
@@ -57,7 +58,7 @@ const append = (
 
 /**
  * Opens the translated stream of a chat request whose text is `text`. Chunks are translated as each network read
- * arrives, with no Effect per chunk (see Transport.openEventStream). Made here, not in `streamMessage`, and given no
+ * arrives, with no Effect per chunk (see EventStream.openEventStream). Made here, not in `streamMessage`, and given no
  * error made ahead: a closure there would hold the call, its body (the whole conversation) and what lets that go
  * (`MessagesCall.bodyMade`), for as long as the stream is open.
  */

@@ -1,6 +1,6 @@
 /**
  * A POSTed JSON request whose answer is a binary body read as it arrives (raw audio): the counterpart for bytes of
- * `Transport.openEventStream`, on the same connection pool and time-outs. Opening waits for the response head,
+ * `EventStream.openEventStream`, on the same connection pool and time-outs. Opening waits for the response head,
  * so that an error status (or a body that is not what was asked for) fails the attempt before any byte is handed on;
  * then each pull gives the bytes that arrived since the previous one. Back-pressure: past 64 KiB read ahead of the
  * puller, the socket waits. Closing the scope before the body has ended aborts the request.
