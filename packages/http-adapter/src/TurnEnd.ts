@@ -69,11 +69,13 @@ export const endAtTurnEnd = (message: OutgoingMessage, text: string): void => {
  * `write` returns (false: wait for `drain`, which comes once the socket is uncorked and has sent its data).
  */
 export const writeAtTurnEnd = (message: OutgoingMessage, text: string): boolean => {
-  const socket = message.socket
-  // A socket corked already is node's own cork of this turn (undone on the next tick), or ours.
-  if (socket !== null && socket.writableCorked === 0) {
+  const socket = message.socket as Socket | null
+  // Corked once a turn by us, on top of any cork of node's own: node corks a response's socket on a write and uncorks
+  // it on the next tick, before the answer's end (a fiber resumed in a microtask). A cork of node's found here (frames
+  // written earlier in the same callback, as when one upstream read holds two chunks of its body) is no cork of ours.
+  if (socket !== null && !corked.includes(socket)) {
     socket.cork()
-    corked.push(socket as Socket)
+    corked.push(socket)
     schedule()
   }
   return message.write(text)

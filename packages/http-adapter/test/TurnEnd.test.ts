@@ -97,4 +97,28 @@ describe("TurnEnd", () => {
     expect(a.writableCorked).toBe(0)
     expect(b.writableCorked).toBe(0)
   })
+
+  it("corks a socket that node's own cork holds already: that one is undone on the next tick, ours at the turn's end", async () => {
+    let corks = 0
+    const socket = {
+      writableCorked: 1,
+      destroyed: false,
+      cork: () => {
+        corks++
+        socket.writableCorked++
+      },
+      uncork: () => {
+        socket.writableCorked--
+      }
+    }
+    const message = { socket, write: () => true } as unknown as OutgoingMessage
+    // Node's cork of an earlier write in this callback, undone on the next tick.
+    process.nextTick(() => socket.uncork())
+    writeAtTurnEnd(message, "last")
+    expect(corks).toBe(1)
+    await new Promise((resolve) => process.nextTick(resolve))
+    expect(socket.writableCorked).toBe(1)
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(socket.writableCorked).toBe(0)
+  })
 })
