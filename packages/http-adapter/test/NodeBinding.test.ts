@@ -329,8 +329,11 @@ describe("NodeBinding", () => {
       expect(releases).toBe(1)
     })
 
-    /** What the server's sockets send, one entry per system call (`_write` or `_writev`). */
-    const recorder = () => {
+    /**
+     * Serves the frames `push` writes after a first one, asks for them, and gives what the server's socket sent of the
+     * body: one entry per system call (`_write` or `_writev`).
+     */
+    const bodyWrites = async (push: Push.Push<string, never>): Promise<Array<string>> => {
       const sent: Array<string> = []
       const record = (socket: Socket) => {
         const hooks = socket as unknown as {
@@ -348,59 +351,47 @@ describe("NodeBinding", () => {
           return writev.call(this, chunks, callback)
         }
       }
-      return { sent, record }
-    }
-
-    it("the last frames and the body's end leave in one write; frames before them, each as it is pushed", async () => {
-      const { record, sent } = recorder()
-      // As the transport pushes: each read's frames in a callback of their own; the read holding the answer's end
-      // says so, and the push ends in the same callback.
-      const pushing = Push.pushable(
-        Effect.succeed(Chunk.of("data: first\n\n")),
-        (write) =>
-          Effect.async<void>((resume) => {
-            setTimeout(() => {
-              write(["data: middle\n\n"], () => {})
-              setTimeout(() => {
-                write(["data: end\n\n"], () => {}, true)
-                resume(Effect.void)
-              }, 5)
-            }, 5)
-          })
-      )
-      const url = await listenClaimed(pushing, () => {})
+      const url = await listenClaimed(Push.pushable(Effect.succeed(Chunk.of("data: first\n\n")), push), () => {})
       server!.on("connection", record)
       const response = await fetch(`${url}/v1/messages`, { method: "POST", body: "{}" })
       expect(await response.text()).toBe("data: first\n\ndata: middle\n\ndata: end\n\n")
-      const body = sent.filter((text) => !text.startsWith("HTTP/1.1"))
       expect(sent[0]).toContain("data: first")
+      return sent.filter((text) => !text.startsWith("HTTP/1.1"))
+    }
+
+    it("the last frames and the body's end leave in one write; frames before them, each as it is pushed", async () => {
+      // As the transport pushes: each read's frames in a callback of their own; the read holding the answer's end
+      // says so, and the push ends in the same callback.
+      const body = await bodyWrites((write) =>
+        Effect.async<void>((resume) => {
+          setTimeout(() => {
+            write(["data: middle\n\n"], () => {})
+            setTimeout(() => {
+              write(["data: end\n\n"], () => {}, true)
+              resume(Effect.void)
+            }, 5)
+          }, 5)
+        })
+      )
       expect(body).toHaveLength(2)
       expect(body[0]).toContain("data: middle")
       expect(body[0]).not.toContain("0\r\n\r\n")
       expect(body[1]).toContain("data: end\n\n")
-      expect(body[1].endsWith("\r\n0\r\n\r\n")).toBe(true)
+      expect(body[1]!.endsWith("\r\n0\r\n\r\n")).toBe(true)
     })
 
     it("the last frames and the body's end leave in one write when frames before them came in the same callback", async () => {
       // One network read of the upstream holding two chunks of its chunked body: the transport hands on each in the
       // same callback, the first corking the socket by node's own cork (undone on the next tick, before the end).
-      const { record, sent } = recorder()
-      const pushing = Push.pushable(
-        Effect.succeed(Chunk.of("data: first\n\n")),
-        (write) =>
-          Effect.async<void>((resume) => {
-            setTimeout(() => {
-              write(["data: middle\n\n"], () => {})
-              write(["data: end\n\n"], () => {}, true)
-              resume(Effect.void)
-            }, 5)
-          })
+      const body = await bodyWrites((write) =>
+        Effect.async<void>((resume) => {
+          setTimeout(() => {
+            write(["data: middle\n\n"], () => {})
+            write(["data: end\n\n"], () => {}, true)
+            resume(Effect.void)
+          }, 5)
+        })
       )
-      const url = await listenClaimed(pushing, () => {})
-      server!.on("connection", record)
-      const response = await fetch(`${url}/v1/messages`, { method: "POST", body: "{}" })
-      expect(await response.text()).toBe("data: first\n\ndata: middle\n\ndata: end\n\n")
-      const body = sent.filter((text) => !text.startsWith("HTTP/1.1"))
       expect(body).toHaveLength(1)
       expect(body[0]).toContain("data: middle\n\n")
       expect(body[0]).toContain("data: end\n\n")
