@@ -286,14 +286,20 @@ class EventStreamHandler<A> implements HttpClient.Handler {
     return !this.paused
   }
 
-  onComplete(): void {
-    if (this.finished) return
+  /**
+   * Marks the request over: true when the stream is to hear how it ended; false when it was over already, or when a
+   * drain was reading it (see `close`): drained, or cut by the upstream, nobody reads the stream any more.
+   */
+  private over(): boolean {
+    if (this.finished) return false
     this.finished = true
-    if (this.drainTimer !== undefined) {
-      // Drained: the connection goes back to the pool; nobody reads the stream any more.
-      clearTimeout(this.drainTimer)
-      return
-    }
+    if (this.drainTimer === undefined) return true
+    clearTimeout(this.drainTimer)
+    return false
+  }
+
+  onComplete(): void {
+    if (!this.over()) return
     if (this.status >= 300) {
       this.failure = errorFromResponse(
         this.source,
@@ -317,13 +323,7 @@ class EventStreamHandler<A> implements HttpClient.Handler {
   }
 
   onError(error: Error): void {
-    if (this.finished) return
-    this.finished = true
-    if (this.drainTimer !== undefined) {
-      // The drain failed (the upstream cut it): nobody reads the stream any more.
-      clearTimeout(this.drainTimer)
-      return
-    }
+    if (!this.over()) return
     if (this.status >= 300) {
       this.failure = errorFromResponse(this.source, this.status, this.headers, "")
       this.errorChunks = []
