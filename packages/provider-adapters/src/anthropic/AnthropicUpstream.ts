@@ -78,7 +78,7 @@ const eventDecoder = (passThrough: boolean): EventDecoder<Wire.StreamEvent> => {
         const event = Wire.unparsed(name, message.data)
         if (event !== undefined) {
           out.push(event)
-          // The stream's end, as OpenAI's `[DONE]` is: the body's own end is read after it (Transport's `DRAIN_MS`).
+          // The stream's end, as OpenAI's `[DONE]` is: the body's own end is read after it (EventStream's `DRAIN_MS`).
           if (name !== "message_stop") return
           stopped = true
           return true
