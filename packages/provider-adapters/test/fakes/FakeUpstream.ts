@@ -1,4 +1,5 @@
 import * as Http from "node:http"
+import * as Net from "node:net"
 import type { AddressInfo } from "node:net"
 import type { Socket } from "node:net"
 
@@ -459,8 +460,27 @@ export const startFake = async (protocol: Protocol, options: FakeUpstreamOptions
   }
 }
 
-/** A base URL on 127.0.0.1 whose port has nothing listening (connections are refused). */
+/** Whether a connection to 127.0.0.1:`port` is refused. */
+const refuses = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const socket = Net.connect(port, "127.0.0.1")
+    socket.once("connect", () => {
+      socket.destroy()
+      resolve(false)
+    })
+    socket.once("error", (error: NodeJS.ErrnoException) => resolve(error.code === "ECONNREFUSED"))
+  })
+
+/** A privileged port that nothing serves (unassigned) and that fetch does not bar as a "bad port". */
+const UNSERVED_PORT = 4
+
+/**
+ * A base URL on 127.0.0.1 whose port has nothing listening (connections are refused). `UNSERVED_PORT` when it
+ * refuses: a port freed by closing a server of our own may be taken by another test file's server running in
+ * parallel, which then answers what was meant to be refused. Such a port only when `UNSERVED_PORT` is served.
+ */
 export const freePortThatRefuses = async (): Promise<string> => {
+  if (await refuses(UNSERVED_PORT)) return `http://127.0.0.1:${UNSERVED_PORT}`
   const server = Http.createServer()
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()))
   const port = (server.address() as AddressInfo).port
