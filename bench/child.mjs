@@ -2,11 +2,13 @@
 //
 //   child -> parent  { type: "ready", url }                 once the server listens
 //   parent -> child  { type: "cpu", id }                    -> { type: "cpu", id, usage: process.cpuUsage(), heap, rss, peakRss }
-//   parent -> child  { type: "call", id, name, args }       -> { type: "call", id, value } (child-specific extras)
+//   parent -> child  { type: "call", id, name, args }       -> { type: "call", id, value } (child-specific extras, and
+//                                                            `heapSnapshot` { file } in every child: see commonCall)
 //   parent -> child  { type: "shutdown" }                   closes the server, then exits 0 (so --cpu-prof is written)
 //
 // A child also exits when the parent goes away (IPC disconnect) or on SIGINT/SIGTERM, always through
 // process.exit so that a `--cpu-prof` profile is flushed.
+import { writeHeapSnapshot } from "node:v8"
 
 /**
  * The answer to `{ type: "cpu", id }`. heap: V8 heap in use; rss: resident set now; peakRss: the process's high-water
@@ -20,6 +22,10 @@ export const cpuSample = (id) => ({
   rss: process.memoryUsage.rss(),
   peakRss: process.resourceUsage().maxRSS * 1024
 })
+
+/** What every child answers to `call`: `heapSnapshot` writes one to `args.file` and answers with it. */
+export const commonCall = (message) =>
+  message.name === "heapSnapshot" ? writeHeapSnapshot(message.args.file) : undefined
 
 /**
  * @param {string} name
@@ -50,7 +56,11 @@ export const serveChild = async (name, start) => {
         process.send(cpuSample(message.id))
         break
       case "call":
-        process.send({ type: "call", id: message.id, value: running?.calls?.[message.name]?.(message.args) })
+        process.send({
+          type: "call",
+          id: message.id,
+          value: running?.calls?.[message.name]?.(message.args) ?? commonCall(message)
+        })
         break
       case "shutdown":
         void exit(0)

@@ -93,7 +93,10 @@ export const measure = async (scenario, target, upstream, round, rounds, duratio
   const ticksBefore = machineTicks()
   const wallBefore = performance.now()
   const before = await sample(target.child)
+  // In µs of the machine's monotonic clock, the time base of V8's CPU profiles (bench/profile-top.mjs).
+  const windowStart = Number(process.hrtime.bigint() / 1000n)
   const { result, latencies } = await load(target, scenario, upstream.url, duration)
+  const windowEnd = Number(process.hrtime.bigint() / 1000n)
   const after = await sample(target.child)
   const wallUs = (performance.now() - wallBefore) * 1000
   const ticksAfter = machineTicks()
@@ -122,7 +125,8 @@ export const measure = async (scenario, target, upstream, round, rounds, duratio
     errors: result.errors + result.timeouts,
     non2xx: result.non2xx,
     upstreamRequests: upstreamAfter - upstreamBefore,
-    others
+    others,
+    window: [windowStart, windowEnd]
   }
   console.log(
     `${fmt(row.rps, 0).padStart(6)} req/s, p50 ${fmt(row.p50, 2)} ms, ${fmt(row.cpuPerRequest, 1)} µs CPU/req ` +

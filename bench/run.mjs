@@ -265,16 +265,29 @@ const main = async () => {
   await stopChildren()
   for (const cleanup of cleanups) await cleanup()
   if (PROFILE) {
-    // The request count next to each profile lets bench/profile-top.mjs show µs per request.
+    // The request count next to each profile lets bench/profile-top.mjs show µs per request, and the measured runs'
+    // windows let it count only what they cost.
     const served = new Map()
-    for (const r of rows) served.set(r.target, (served.get(r.target) ?? 0) + r.requests)
+    const runs = new Map()
+    for (const r of rows) {
+      served.set(r.target, (served.get(r.target) ?? 0) + r.requests)
+      if (r.window === undefined) continue
+      const [from, to] = r.window
+      runs.set(r.target, [...(runs.get(r.target) ?? []), { scenario: r.scenario, from, to, requests: r.requests }])
+    }
     for (const name of S.PROFILED) {
       const file = profileFile(name)
       if (!existsSync(file)) {
         console.log(`\nno CPU profile was written for ${name}`)
         continue
       }
-      writeFileSync(`${file}.json`, JSON.stringify({ target: name, requests: served.get(name) ?? 0, scenarios: S.SCENARIOS }))
+      writeFileSync(`${file}.json`, JSON.stringify({
+        target: name,
+        // Warm-ups included: what the whole profile served.
+        requests: served.get(name) ?? 0,
+        runs: runs.get(name) ?? [],
+        scenarios: S.SCENARIOS
+      }))
       console.log(`\n${name} CPU profile: ${relative(process.cwd(), file)}`)
       console.log(`  summarise with: node bench/profile-top.mjs ${relative(process.cwd(), file)}`)
     }

@@ -6,10 +6,12 @@
 //
 //   child -> parent  { type: "ready", url }   once the gateway's HTTP server listens
 //   parent -> child  { type: "cpu", id }      -> { type: "cpu", id, usage, heap, rss, peakRss } (see bench/child.mjs)
+//   parent -> child  { type: "call", id, name: "heapSnapshot", args: { file } }
+//                                             writes a heap snapshot to `file` (bench/stream-heap.mjs), -> { value: file }
 //   parent -> child  { type: "shutdown" }     SIGTERM to itself: the gateway's own graceful shutdown, then exit 0
 import { Server } from "node:net"
 import { isMainThread } from "node:worker_threads"
-import { cpuSample } from "./child.mjs"
+import { commonCall, cpuSample } from "./child.mjs"
 
 // A worker thread started with the process's command line (the default) loads this preload too: it has no server and
 // no IPC channel, and must be left alone (an exit here ended the thread).
@@ -42,7 +44,7 @@ function serve() {
         process.send(cpuSample(message.id))
         break
       case "call":
-        process.send({ type: "call", id: message.id, value: undefined })
+        process.send({ type: "call", id: message.id, value: commonCall(message) })
         break
       case "shutdown":
         process.kill(process.pid, "SIGTERM")
