@@ -5,7 +5,8 @@
 //   node bench/alloc-top.mjs [file.heapprofile] [--top N] [--requests N]
 // --requests: the requests served, for the KB-per-request columns (by default, what alloc-watch.mjs counted).
 // Without a file, the newest bench/.prof/alloc-*.heapprofile is used. Run the gateway unbundled (BENCH_UNBUNDLED=1)
-// for frames named by source module; start-up's allocations are in the profile too (a few MB).
+// for frames named by source module. A profile of bench/run.mjs's load runs holds their measured runs only (see
+// alloc-watch.mjs); any other holds the start-up's allocations too.
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
 import { dirname, join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -34,7 +35,8 @@ if (file === undefined) {
 
 const profile = JSON.parse(readFileSync(file, "utf8"))
 // Written by bench/alloc-watch.mjs beside the profile: the requests the process served.
-if (REQUESTS === undefined && existsSync(`${file}.json`)) REQUESTS = JSON.parse(readFileSync(`${file}.json`, "utf8")).requests
+const meta = existsSync(`${file}.json`) ? JSON.parse(readFileSync(`${file}.json`, "utf8")) : {}
+if (REQUESTS === undefined) REQUESTS = meta.requests
 let total = 0
 const byArea = new Map()
 const self = new Map()
@@ -67,7 +69,10 @@ const size = (bytes) =>
   (REQUESTS === undefined ? "" : ` ${(bytes / 1024 / REQUESTS).toFixed(2).padStart(8)} KB/req`)
 const pct = (bytes) => `${((100 * bytes) / total).toFixed(1).padStart(5)}%`
 
-console.log(`profile: ${relative(process.cwd(), file)}: ${size(total)} allocated in all`)
+console.log(
+  `profile: ${relative(process.cwd(), file)}: ${size(total)} allocated in all` +
+    (meta.runs > 0 ? ` (${meta.runs} measured run(s) only, ${REQUESTS} requests)` : " (start-up included)")
+)
 console.log("\nby area (self)")
 for (const [area, bytes] of [...byArea].sort((a, b) => b[1] - a[1])) console.log(`  ${pct(bytes)} ${size(bytes)}  ${area}`)
 console.log(`\ntop ${TOP} functions by self allocation`)

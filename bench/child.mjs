@@ -1,7 +1,9 @@
 // The child side of the benchmark's IPC protocol, shared by the upstream, proxy and gateway children.
 //
 //   child -> parent  { type: "ready", url }                 once the server listens
-//   parent -> child  { type: "cpu", id }                    -> { type: "cpu", id, usage: process.cpuUsage(), heap, rss, peakRss }
+//   parent -> child  { type: "cpu", id, window? }           -> { type: "cpu", id, usage: process.cpuUsage(), heap, rss, peakRss }
+//                                                            (`window`: "start" or "end" of a measured run, told to the
+//                                                            process first as its `bench:window` event: alloc-watch.mjs)
 //   parent -> child  { type: "call", id, name, args }       -> { type: "call", id, value } (child-specific extras, and
 //                                                            `heapSnapshot` { file } in every child: see commonCall)
 //   parent -> child  { type: "shutdown" }                   closes the server, then exits 0 (so --cpu-prof is written)
@@ -11,10 +13,19 @@
 import { writeHeapSnapshot } from "node:v8"
 
 /**
- * The answer to `{ type: "cpu", id }`. heap: V8 heap in use; rss: resident set now; peakRss: the process's high-water
- * mark (getrusage maxrss); bytes.
+ * The answer to `{ type: "cpu", id, window }`. heap: V8 heap in use; rss: resident set now; peakRss: the process's
+ * high-water mark (getrusage maxrss); bytes. A measured run's start or end (`window`) is emitted on the process first
+ * (`bench:window`), for a diagnostic preload to count that run alone (bench/alloc-watch.mjs).
  */
-export const cpuSample = (id) => ({
+export const cpuSample = (id, window) => {
+  // Whatever the listener does is outside the run: before the reading at its start, after it at its end.
+  if (window === "start") process.emit("bench:window", window)
+  const reading = cpuReading(id)
+  if (window === "end") process.emit("bench:window", window)
+  return reading
+}
+
+const cpuReading = (id) => ({
   type: "cpu",
   id,
   usage: process.cpuUsage(),
@@ -53,7 +64,7 @@ export const serveChild = async (name, start) => {
   process.on("message", (message) => {
     switch (message?.type) {
       case "cpu":
-        process.send(cpuSample(message.id))
+        process.send(cpuSample(message.id, message.window))
         break
       case "call":
         process.send({

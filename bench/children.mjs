@@ -74,10 +74,11 @@ export const ask = (child, message, timeoutMs = 10_000) =>
 
 /**
  * CPU µs so far (user + system, and system alone: the kernel's share), V8 heap in use, resident set size and its peak
- * so far, read inside the child.
+ * so far, read inside the child. `window` ("start" or "end") marks a measured run's bounds for the child (see
+ * bench/child.mjs).
  */
-export const sample = async (child, timeoutMs) => {
-  const { usage, heap, rss, peakRss } = await ask(child, { type: "cpu" }, timeoutMs)
+export const sample = async (child, timeoutMs, window) => {
+  const { usage, heap, rss, peakRss } = await ask(child, { type: "cpu", window }, timeoutMs)
   return { cpu: usage.user + usage.system, system: usage.system, heap, rss, peakRss }
 }
 

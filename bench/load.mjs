@@ -92,12 +92,12 @@ export const measure = async (scenario, target, upstream, round, rounds, duratio
   const allBefore = await benchCpu()
   const ticksBefore = machineTicks()
   const wallBefore = performance.now()
-  const before = await sample(target.child)
+  const before = await sample(target.child, undefined, "start")
   // In µs of the machine's monotonic clock, the time base of V8's CPU profiles (bench/profile-top.mjs).
   const windowStart = Number(process.hrtime.bigint() / 1000n)
   const { result, latencies } = await load(target, scenario, upstream.url, duration)
   const windowEnd = Number(process.hrtime.bigint() / 1000n)
-  const after = await sample(target.child)
+  const after = await sample(target.child, undefined, "end")
   const wallUs = (performance.now() - wallBefore) * 1000
   const ticksAfter = machineTicks()
   const allAfter = await benchCpu()

@@ -5,7 +5,7 @@
 // listens on every interface, listen on 127.0.0.1 only.
 //
 //   child -> parent  { type: "ready", url }   once the gateway's HTTP server listens
-//   parent -> child  { type: "cpu", id }      -> { type: "cpu", id, usage, heap, rss, peakRss } (see bench/child.mjs)
+//   parent -> child  { type: "cpu", id, window? } -> { type: "cpu", id, usage, heap, rss, peakRss } (see bench/child.mjs)
 //   parent -> child  { type: "call", id, name: "heapSnapshot", args: { file } }
 //                                             writes a heap snapshot to `file` (bench/stream-heap.mjs), -> { value: file }
 //   parent -> child  { type: "shutdown" }     SIGTERM to itself: the gateway's own graceful shutdown, then exit 0
@@ -41,7 +41,7 @@ function serve() {
   process.on("message", (message) => {
     switch (message?.type) {
       case "cpu":
-        process.send(cpuSample(message.id))
+        process.send(cpuSample(message.id, message.window))
         break
       case "call":
         process.send({ type: "call", id: message.id, value: commonCall(message) })
