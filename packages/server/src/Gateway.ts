@@ -29,9 +29,9 @@ import {
   PdfDocumentParser,
   UpstreamRouter
 } from "@model-gateway/provider-adapters"
-import { MemoryQuotaStore, StorageMemory } from "@model-gateway/storage-memory"
 import type * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
@@ -40,12 +40,16 @@ import * as Scope from "effect/Scope"
 import type { Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import type { GatewayConfig } from "./Config.js"
-import { catalogueModels, limitsOf, limitsStoreOf, providerConfigs } from "./Config.js"
+import { catalogueModels, limitsOf, providerConfigs } from "./Config.js"
 import * as LocalInternRuntime from "./interns/LocalInternRuntime.js"
 import * as Logging from "./Logging.js"
+import * as Reload from "./Reload.js"
 import * as RequestLog from "./RequestLog.js"
 import { createTrackedServer, shutDown } from "./Shutdown.js"
-import { ListenError, StorageError } from "./StartupErrors.js"
+import { ListenError, type StorageError } from "./StartupErrors.js"
+import { storesFor } from "./Storage.js"
+
+export { storageLayer } from "./Storage.js"
 
 export interface GatewayOptions {
   /** Storage URL: `memory:`, `sqlite:PATH`, `sqlite::memory:`, `postgres://...`. The configuration's by default. */
@@ -76,65 +80,6 @@ const moderationLayer = (config: GatewayConfig): Layer.Layer<never> | Layer.Laye
   return m.kind === "blocklist"
     ? Layer.succeed(Moderation.Moderation, Moderation.blocklist(m.terms))
     : OpenAiModeration.layer({ baseUrl: m.baseUrl, apiKey: m.apiKey, model: m.model })
-}
-
-/**
- * The storage adapters for a storage URL; a failure to open them is a `StorageError` naming where and why. The SQL
- * adapters (and their driver) are loaded only when the URL names SQL storage: a gateway on memory storage never loads
- * `@effect/sql`, and one on SQLite never loads `pg`.
- */
-export const storageLayer = (url: string): Layer.Layer<Stores.Stores, StorageError> =>
-  url === "memory:" || url === "memory"
-    ? StorageMemory.layer()
-    : Layer.catchAll(
-      Layer.unwrapEffect(
-        Effect.map(
-          Effect.tryPromise({ try: () => import("@model-gateway/storage-sql"), catch: (cause) => cause }),
-          (m) => m.SqlStorage.layerFromUrl(url)
-        )
-      ),
-      (cause) => Layer.fail(StorageError.of(url, cause))
-    )
-
-/**
- * The storage, with the limits' counters where the configuration keeps them: the storage's own (memory, or its SQL
- * database), this process's memory beside a SQL storage, or Redis (a failure to reach it stops the start, as the
- * storage's would).
- */
-const storesFor = (config: GatewayConfig, url: string): Layer.Layer<Stores.Stores, StorageError> => {
-  const stores = storageLayer(url)
-  const { redisPrefix, redisUrl } = config.limits
-  switch (limitsStoreOf(config, url)) {
-    case "redis":
-      if (redisUrl === undefined) {
-        return Layer.fail(
-          new StorageError({
-            target: "the limits' Redis",
-            reason: "limits.store is redis, and no limits.redisUrl or REDIS_URL is set"
-          })
-        )
-      }
-      return Layer.merge(
-        stores,
-        Layer.catchAll(
-          // Loaded only when configured, as the SQL storage is (see `storageLayer`).
-          Layer.unwrapEffect(
-            Effect.map(
-              Effect.tryPromise({
-                try: () => import("@model-gateway/storage-sql"),
-                catch: (cause) => new Error(`cannot load the Redis quota store: ${String(cause)}`)
-              }),
-              (m) => m.RedisQuotaStore.layer({ url: redisUrl, prefix: redisPrefix })
-            )
-          ),
-          (error) => Layer.fail(new StorageError({ target: "the limits' Redis", reason: error.message }))
-        )
-      )
-    case "memory":
-      return url === "memory:" || url === "memory" ? stores : Layer.merge(stores, MemoryQuotaStore.layer)
-    case "postgres":
-      return stores
-  }
 }
 
 /** The workspaces' configured limits. */
@@ -206,12 +151,19 @@ const batchesLayer = (config: GatewayConfig) => {
 export const layer = (
   config: GatewayConfig,
   options: GatewayOptions = {}
+): Layer.Layer<GatewayServices, StorageError> =>
+  layerWith(config, options, Catalogue.fromSnapshot(Catalogue.makeSnapshot(catalogueModels(config))))
+
+/** `layer`, with the catalogue given (a replaceable one, for `Gateway.reload`). */
+const layerWith = (
+  config: GatewayConfig,
+  options: GatewayOptions,
+  catalogue: Catalogue.CatalogueService
 ): Layer.Layer<GatewayServices, StorageError> => {
-  const snapshot = Catalogue.makeSnapshot(catalogueModels(config))
   const logging = options.logging ?? Logging.make("logfmt")
   const stores = storesFor(config, options.storage ?? config.storage)
   const ports = Layer.mergeAll(
-    Layer.succeed(Catalogue.Catalogue, Catalogue.fromSnapshot(snapshot)),
+    Layer.succeed(Catalogue.Catalogue, catalogue),
     UpstreamRouter.layer({ ...providerConfigs(config), ...options.upstreams }),
     options.requestLog === false ? stores : Layer.merge(stores, Layer.provide(RequestLog.layer(logging), stores)),
     Layer.provide(Quotas.layer({ workspaces: workspaceLimits(config) }), stores)
@@ -267,13 +219,25 @@ export interface Gateway {
   readonly httpApp: ReturnType<typeof HttpAppBinding.make>
   /** Writes pending usage records and closes storage and the upstream connection pools. */
   readonly dispose: () => Promise<void>
+  /**
+   * Takes a new configuration's models and keys while serving (see `Reload`): requests under way finish with the
+   * catalogue they started with. Rejects with `ReloadRefused`, taking nothing, when the configuration changes anything
+   * else (which needs a restart).
+   */
+  readonly reload: (config: GatewayConfig) => Promise<Reload.Reloaded>
 }
 
 const bindings = (
   config: GatewayConfig,
   options: GatewayOptions,
-  runtime: ManagedRuntime.ManagedRuntime<GatewayServices, StorageError>
+  runtime: ManagedRuntime.ManagedRuntime<GatewayServices, StorageError>,
+  catalogue: Catalogue.Replaceable
 ): Gateway => {
+  const reload = Reload.make(
+    config,
+    catalogue,
+    (next) => Effect.orDie(Effect.flatMap(runtime.runtimeEffect, (rt) => Effect.provide(syncConfigKeys(next), rt)))
+  )
   const handler = Http.makeHandler({ basePath: config.server.basePath, cors: config.server.cors })
   const bindingOptions = {
     maxBodyBytes: config.server.maxBodyBytes,
@@ -286,7 +250,12 @@ const bindings = (
     listener: NodeBinding.makeListener(runtime, handler, bindingOptions),
     fetch: FetchBinding.makeFetchHandler(runtime, handler, bindingOptions),
     httpApp: HttpAppBinding.make(handler, bindingOptions),
-    dispose: () => runtime.dispose()
+    dispose: () => runtime.dispose(),
+    // The refusal itself, not Effect's wrapper of a failure, for callers that are not on Effect.
+    reload: (next) =>
+      Effect.runPromise(Effect.either(reload(next))).then((result) =>
+        Either.isLeft(result) ? Promise.reject(result.left) : result.right
+      )
   }
 }
 
@@ -298,17 +267,20 @@ export const acquire = (
   config: GatewayConfig,
   options: GatewayOptions = {}
 ): Effect.Effect<Gateway, StorageError, Scope.Scope> =>
-  Effect.acquireRelease(
-    Effect.suspend(() => {
-      const runtime = ManagedRuntime.make(layer(config, options))
-      return runtime.runtimeEffect.pipe(
-        Effect.flatMap((rt) => Effect.provide(syncConfigKeys(config), rt)),
-        Effect.as(runtime),
-        Effect.onError(() => runtime.disposeEffect)
-      )
-    }),
-    (runtime) => runtime.disposeEffect
-  ).pipe(Effect.map((runtime) => bindings(config, options, runtime)))
+  Effect.suspend(() => {
+    const catalogue = Catalogue.replaceable(Catalogue.makeSnapshot(catalogueModels(config)))
+    return Effect.acquireRelease(
+      Effect.suspend(() => {
+        const runtime = ManagedRuntime.make(layerWith(config, options, catalogue.catalogue))
+        return runtime.runtimeEffect.pipe(
+          Effect.flatMap((rt) => Effect.provide(syncConfigKeys(config), rt)),
+          Effect.as(runtime),
+          Effect.onError(() => runtime.disposeEffect)
+        )
+      }),
+      (runtime) => runtime.disposeEffect
+    ).pipe(Effect.map((runtime) => bindings(config, options, runtime, catalogue)))
+  })
 
 /** Builds a gateway from a configuration (a Promise, for hosts that are not on Effect). Call `dispose` when done. */
 export const makeGateway = async (config: GatewayConfig, options: GatewayOptions = {}): Promise<Gateway> => {

@@ -121,6 +121,14 @@ describe("the gateway server process", { timeout: 60_000 }, () => {
     })
     expect(response.status).toBe(404)
     expect(existsSync(join(cwd, "data", "gateway.db"))).toBe(true)
+    // A reload with still no key configured keeps the run's key: whoever holds it is not locked out.
+    proc.child.kill("SIGHUP")
+    await printed(
+      proc,
+      /(configuration reloaded from the environment: \d+ model\(s\); keys 0 added, 0 revoked)/,
+      "the reload"
+    )
+    expect((await messages(url, key)).status).toBe(404)
     proc.child.kill("SIGTERM")
     expect(await proc.exited).toBe(0)
 
@@ -154,6 +162,67 @@ describe("the gateway server process", { timeout: 60_000 }, () => {
     await withServer({ GATEWAY_CONFIG: config(["mg-b"]) }, cwd, async (url) => {
       expect((await messages(url, "mg-env")).status).toBe(401)
     })
+  })
+
+  it("SIGHUP reloads the file's models and keys; a bad file, or one that needs a restart, is refused in one line", async () => {
+    const cwd = mkdtempSync(join(tmpdir(), "mg-reload-"))
+    const path = join(cwd, "gateway.json")
+    const write = (
+      models: ReadonlyArray<string>,
+      keys: ReadonlyArray<string>,
+      change: Record<string, unknown> = {}
+    ) => {
+      const base = goodConfig()
+      const endpoints = base.models["anthro/claude"].endpoints
+      writeFileSync(
+        path,
+        JSON.stringify({
+          ...base,
+          futureKey: undefined,
+          models: Object.fromEntries(models.map((id) => [id, { endpoints }])),
+          keys: keys.map((key) => ({ key, management: true })),
+          ...change
+        })
+      )
+    }
+    write(["anthro/claude"], ["mg-one"])
+    const proc = run({ GATEWAY_CONFIG: path, PORT: "0", UPSTREAM_KEY: "sk-up" }, cwd)
+    const url = await listening(proc)
+    try {
+      expect((await messages(url, "mg-one")).status).toBe(200)
+
+      write(["anthro/claude", "anthro/other"], ["mg-two"])
+      proc.child.kill("SIGHUP")
+      expect(
+        await printed(proc, /configuration reloaded from \S+: (\d+) model\(s\); keys 1 added, 1 revoked/, "the reload")
+      )
+        .toBe("2")
+      expect((await messages(url, "mg-one")).status).toBe(401)
+      expect((await messages(url, "mg-two")).status).toBe(200)
+      const models = await fetch(`${url}/v1/models`, { headers: { authorization: "Bearer mg-two" } })
+      const listed = (await models.json()) as { data: Array<{ id: string }> }
+      expect(listed.data.map((m) => m.id)).toEqual(["anthro/claude", "anthro/other"])
+
+      // A value the configuration refuses: the running one stays.
+      write(["anthro/claude"], ["mg-three"], {
+        models: {
+          "anthro/claude": { endpoints: [{ provider: "anthro", upstreamModel: "x", pricing: { prompt: "abc" } }] }
+        }
+      })
+      proc.child.kill("SIGHUP")
+      await printed(proc, /(configuration key models\.anthro\/claude\.endpoints\[0\]\.pricing)/, "the bad value")
+      // A provider changed: needs a restart, refused whole.
+      write(["anthro/claude"], ["mg-three"], {
+        providers: { anthro: { kind: "anthropic", baseUrl: "http://127.0.0.1:4", apiKey: "sk-up" } }
+      })
+      proc.child.kill("SIGHUP")
+      await printed(proc, /(configuration not reloaded: providers\.anthro changed)/, "the refusal")
+      expect((await messages(url, "mg-three")).status).toBe(401)
+      expect((await messages(url, "mg-two")).status).toBe(200)
+    } finally {
+      proc.child.kill("SIGTERM")
+      expect(await proc.exited).toBe(0)
+    }
   })
 
   it("keys create|list|revoke: a key made with the command is printed once, stored hashed, kept until revoked", async () => {

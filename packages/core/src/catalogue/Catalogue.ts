@@ -94,3 +94,21 @@ export const makeSnapshot = (models: Iterable<Model>): CatalogueSnapshot => ({
 export const fromSnapshot = (snapshot: CatalogueSnapshot): CatalogueService => ({
   snapshot: Effect.succeed(snapshot)
 })
+
+/** A catalogue whose snapshot can be replaced while it serves (a configuration reload). */
+export interface Replaceable {
+  readonly catalogue: CatalogueService
+  /** From now on, requests that start read `next`; those under way keep the snapshot they read. */
+  readonly replace: (next: CatalogueSnapshot) => void
+}
+
+/** A replaceable catalogue, starting with `initial`. */
+export const replaceable = (initial: CatalogueSnapshot): Replaceable => {
+  let current = initial
+  return {
+    catalogue: { snapshot: Effect.sync(() => current) },
+    replace: (next) => {
+      current = next
+    }
+  }
+}
