@@ -87,9 +87,9 @@ const reloading = (gateway: Gateway.Gateway, generated: string | undefined) =>
   }).pipe(
     Effect.catchAll((error) =>
       Effect.logError(
-        error instanceof Reload.ReloadRefused || error instanceof ConfigError
+        error instanceof Reload.ReloadRefused
           ? error.message
-          : `configuration not reloaded: ${String(error)}`
+          : `configuration not reloaded: ${error instanceof ConfigError ? error.message : String(error)}`
       )
     )
   )

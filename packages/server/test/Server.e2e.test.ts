@@ -210,7 +210,11 @@ describe("the gateway server process", { timeout: 60_000 }, () => {
         }
       })
       proc.child.kill("SIGHUP")
-      await printed(proc, /(configuration key models\.anthro\/claude\.endpoints\[0\]\.pricing)/, "the bad value")
+      await printed(
+        proc,
+        /(configuration not reloaded: configuration key models\.anthro\/claude\.endpoints\[0\]\.pricing)/,
+        "the bad value"
+      )
       // A provider changed: needs a restart, refused whole.
       write(["anthro/claude"], ["mg-three"], {
         providers: { anthro: { kind: "anthropic", baseUrl: "http://127.0.0.1:4", apiKey: "sk-up" } }
