@@ -1,6 +1,7 @@
 /** Runs the gateway server as a real process (`packages/server/dist/bundle/model-gateway.js`, built by `npm test`). */
 import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
+import { afterAll } from "vitest"
 
 /** What `npm start` and the `model-gateway` bin run: the bundled server (packages/server/scripts/bundle.mjs). */
 export const MAIN = fileURLToPath(new URL("../dist/bundle/model-gateway.js", import.meta.url))
@@ -11,12 +12,23 @@ export interface Proc {
   readonly exited: Promise<number | null>
 }
 
+/**
+ * The processes a test file started that have not exited, killed when the file's tests are over: a test that fails
+ * before it stops its server would otherwise leave the server running after the whole run.
+ */
+const running = new Set<ChildProcess>()
+afterAll(() => {
+  for (const child of running) child.kill("SIGKILL")
+})
+
 export const run = (env: Record<string, string>, cwd: string, args: ReadonlyArray<string> = []): Proc => {
   const child = spawn(process.execPath, [MAIN, ...args], {
     cwd,
     env: { PATH: process.env.PATH ?? "", ...env },
     stdio: ["ignore", "pipe", "pipe"]
   })
+  running.add(child)
+  child.on("exit", () => running.delete(child))
   const proc: Proc = {
     child,
     output: "",
