@@ -121,27 +121,20 @@ describe("needsRestart", () => {
   })
 
   it("names each section that changed, each provider by name; a provider dropped is no change", () => {
-    const running = configOf({
-      models: ["anthro/one"],
-      keys: ["mg-a"],
-      extra: {
-        providers: {
-          anthro: { kind: "anthropic", baseUrl: "http://a", apiKey: "k" },
-          old: { kind: "openai", baseUrl: "http://o" }
-        }
+    const withOne = (extra: Record<string, unknown>) => configOf({ models: ["anthro/one"], keys: ["mg-a"], extra })
+    const running = withOne({
+      providers: {
+        anthro: { kind: "anthropic", baseUrl: "http://a", apiKey: "k" },
+        old: { kind: "openai", baseUrl: "http://o" }
       }
     })
-    const next = configOf({
-      models: ["anthro/one"],
-      keys: ["mg-a"],
-      extra: {
-        providers: {
-          anthro: { kind: "anthropic", baseUrl: "http://a", apiKey: "rotated" },
-          added: { kind: "openai", baseUrl: "http://n" }
-        },
-        storage: "sqlite::memory:",
-        workspaces: { team: { limits: { requestsPerMinute: 5 } } }
-      }
+    const next = withOne({
+      providers: {
+        anthro: { kind: "anthropic", baseUrl: "http://a", apiKey: "rotated" },
+        added: { kind: "openai", baseUrl: "http://n" }
+      },
+      storage: "sqlite::memory:",
+      workspaces: { team: { limits: { requestsPerMinute: 5 } } }
     })
     expect(needsRestart(running, next)).toEqual(["storage", "providers.anthro", "providers.added", "workspaces"])
   })
