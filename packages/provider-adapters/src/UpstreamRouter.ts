@@ -1,11 +1,12 @@
 /**
  * The Upstream port for a whole gateway: one adapter per configured provider, chosen by the
- * endpoint's `provider`. Adapters (and their connection pools) are built once, at start-up.
+ * endpoint's `provider`. Adapters (and their connection pools) are built at start-up, and again for a provider whose
+ * configuration a reload changes (`makeReplaceable`).
  */
 import { Upstream } from "@model-gateway/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
 import * as AnthropicUpstream from "./anthropic/AnthropicUpstream.js"
 import type { Timeouts } from "./internal/Transport.js"
 import * as OpenAiUpstream from "./openai/OpenAiUpstream.js"
@@ -59,13 +60,46 @@ export const adapterFor = (config: ProviderConfig): Effect.Effect<Upstream.Upstr
 export const make = (
   providers: Readonly<Record<string, ProviderConfig | Upstream.UpstreamService>>
 ): Effect.Effect<Upstream.UpstreamService, never, Scope.Scope> =>
-  Effect.map(
-    Effect.forEach(Object.entries(providers), ([name, config]) =>
-      Effect.map("kind" in config ? adapterFor(config) : Effect.succeed(config), (adapter) =>
-        [name, adapter] as const)),
-    (entries) =>
-      route(new Map(entries))
-  )
+  Effect.map(makeReplaceable(providers), (router) => router.upstream)
+
+/** The router, and a way to change its providers while it serves (a configuration reload). */
+export interface Replaceable {
+  readonly upstream: Upstream.UpstreamService
+  /**
+   * Builds adapters for these providers and puts them in place of those of the same names (or beside them): calls
+   * that start afterwards go to the new ones. Calls under way finish on the old ones, whose idle connections close
+   * after the pool's idle time (30 s), the rest with the router's scope.
+   */
+  readonly replace: (providers: Readonly<Record<string, ProviderConfig>>) => Effect.Effect<void>
+}
+
+/** `make`, with `replace`. */
+export const makeReplaceable = (
+  providers: Readonly<Record<string, ProviderConfig | Upstream.UpstreamService>>
+): Effect.Effect<Replaceable, never, Scope.Scope> =>
+  Effect.flatMap(Effect.scope, (scope) =>
+    Effect.map(
+      Effect.forEach(Object.entries(providers), ([name, config]) =>
+        Effect.map(
+          "kind" in config ? adapterFor(config) : Effect.succeed(config),
+          (adapter) => [name, adapter] as const
+        )),
+      (entries): Replaceable => {
+        const adapters = new Map(entries)
+        return {
+          upstream: route(adapters),
+          replace: (next) =>
+            Effect.forEach(
+              Object.entries(next),
+              ([name, config]) =>
+                Effect.map(Scope.extend(adapterFor(config), scope), (adapter) => {
+                  adapters.set(name, adapter)
+                }),
+              { discard: true }
+            )
+        }
+      }
+    ))
 
 const route = (adapters: ReadonlyMap<string, Upstream.UpstreamService>): Upstream.UpstreamService => {
   const cannot = (call: Upstream.OpenAiCall) =>

@@ -17,7 +17,7 @@ import {
   Quotas,
   SpeechService,
   type Stores,
-  type Upstream,
+  Upstream,
   WebSearch
 } from "@model-gateway/core"
 import type { GatewayHttp } from "@model-gateway/http-adapter"
@@ -152,19 +152,30 @@ export const layer = (
   config: GatewayConfig,
   options: GatewayOptions = {}
 ): Layer.Layer<GatewayServices, StorageError> =>
-  layerWith(config, options, Catalogue.fromSnapshot(Catalogue.makeSnapshot(catalogueModels(config))))
+  layerWith(config, options, Catalogue.fromSnapshot(Catalogue.makeSnapshot(catalogueModels(config))), () => {})
 
-/** `layer`, with the catalogue given (a replaceable one, for `Gateway.reload`). */
+/**
+ * `layer`, with the catalogue given (a replaceable one, for `Gateway.reload`), and the upstream router handed to
+ * `withRouter` once it is built (for the same).
+ */
 const layerWith = (
   config: GatewayConfig,
   options: GatewayOptions,
-  catalogue: Catalogue.CatalogueService
+  catalogue: Catalogue.CatalogueService,
+  withRouter: (router: UpstreamRouter.Replaceable) => void
 ): Layer.Layer<GatewayServices, StorageError> => {
   const logging = options.logging ?? Logging.make("logfmt")
   const stores = storesFor(config, options.storage ?? config.storage)
+  const router = Effect.map(
+    UpstreamRouter.makeReplaceable({ ...providerConfigs(config), ...options.upstreams }),
+    (r) => {
+      withRouter(r)
+      return r.upstream
+    }
+  )
   const ports = Layer.mergeAll(
     Layer.succeed(Catalogue.Catalogue, catalogue),
-    UpstreamRouter.layer({ ...providerConfigs(config), ...options.upstreams }),
+    Layer.scoped(Upstream.Upstream, router),
     options.requestLog === false ? stores : Layer.merge(stores, Layer.provide(RequestLog.layer(logging), stores)),
     Layer.provide(Quotas.layer({ workspaces: workspaceLimits(config) }), stores)
   )
@@ -231,13 +242,20 @@ const bindings = (
   config: GatewayConfig,
   options: GatewayOptions,
   runtime: ManagedRuntime.ManagedRuntime<GatewayServices, StorageError>,
-  catalogue: Catalogue.Replaceable
+  catalogue: Catalogue.Replaceable,
+  router: UpstreamRouter.Replaceable
 ): Gateway => {
-  const reload = Reload.make(
-    config,
+  const reload = Reload.make(config, {
     catalogue,
-    (next) => Effect.orDie(Effect.flatMap(runtime.runtimeEffect, (rt) => Effect.provide(syncConfigKeys(next), rt)))
-  )
+    syncKeys: (next) =>
+      Effect.orDie(Effect.flatMap(runtime.runtimeEffect, (rt) => Effect.provide(syncConfigKeys(next), rt))),
+    rebuildProviders: (next, names) => {
+      const configs = providerConfigs(next)
+      // Adapters given ready-made (`options.upstreams`: test doubles, custom adapters) stay as they are.
+      const rebuilt = names.filter((name) => options.upstreams?.[name] === undefined)
+      return Effect.suspend(() => router.replace(Object.fromEntries(rebuilt.map((name) => [name, configs[name]!]))))
+    }
+  })
   const handler = Http.makeHandler({ basePath: config.server.basePath, cors: config.server.cors })
   const bindingOptions = {
     maxBodyBytes: config.server.maxBodyBytes,
@@ -269,9 +287,10 @@ export const acquire = (
 ): Effect.Effect<Gateway, StorageError, Scope.Scope> =>
   Effect.suspend(() => {
     const catalogue = Catalogue.replaceable(Catalogue.makeSnapshot(catalogueModels(config)))
+    let router: UpstreamRouter.Replaceable | undefined
     return Effect.acquireRelease(
       Effect.suspend(() => {
-        const runtime = ManagedRuntime.make(layerWith(config, options, catalogue.catalogue))
+        const runtime = ManagedRuntime.make(layerWith(config, options, catalogue.catalogue, (r) => (router = r)))
         return runtime.runtimeEffect.pipe(
           Effect.flatMap((rt) => Effect.provide(syncConfigKeys(config), rt)),
           Effect.as(runtime),
@@ -279,7 +298,7 @@ export const acquire = (
         )
       }),
       (runtime) => runtime.disposeEffect
-    ).pipe(Effect.map((runtime) => bindings(config, options, runtime, catalogue)))
+    ).pipe(Effect.map((runtime) => bindings(config, options, runtime, catalogue, router!)))
   })
 
 /** Builds a gateway from a configuration (a Promise, for hosts that are not on Effect). Call `dispose` when done. */

@@ -2,11 +2,14 @@
  * A configuration reload (`SIGHUP` to the process, or `Gateway.reload` from code): what a running gateway takes from
  * a new configuration without a restart, and what it cannot.
  *
- * Taken: the models (endpoints, pricing, limits, `maxTokensPolicy`) and the keys. Requests that start afterwards read
- * the new catalogue; those under way, streams included, finish with the one they started with (a request reads one
- * catalogue snapshot from start to end). Keys are synced as at start: new ones work at once, removed ones stop.
+ * Taken: the models (endpoints, pricing, limits, `maxTokensPolicy`), the keys and the HTTP providers (Anthropic and
+ * OpenAI-compatible: a rotated upstream key, another URL, headers, time limits, a new provider). Requests that start
+ * afterwards read the new catalogue and go to the new providers' adapters (new connection pools); those under way,
+ * streams included, finish with the catalogue and the adapter they started with (a request reads one catalogue
+ * snapshot from start to end; a replaced adapter's idle connections close after the pool's idle time). Keys are
+ * synced as at start: new ones work at once, removed ones stop.
  *
- * Not taken: everything built into the running process (server, storage, providers and their connection pools, the
+ * Not taken: what else is built into the running process (server, storage, the local speech engine's workers, the
  * limits' store, workspaces, plugins, interns, batches). A new configuration that changes any of it is refused whole,
  * naming what changed, and the running one stays: an operator who edits a file expects the file to be what runs, not
  * half of it. A provider the new configuration no longer has is not a change (no model reaches it any more).
@@ -16,14 +19,17 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import { catalogueModels, type GatewayConfig } from "./Config.js"
 
-/** The configuration's top-level keys a reload takes. */
+/** The configuration's top-level keys a reload takes (`providers` apart: see `needsRestart`). */
 const TAKEN: ReadonlySet<string> = new Set(["models", "keys", "maxTokensPolicy"])
+
+/** The provider kinds a reload rebuilds: a connection pool each, nothing else held. */
+const REBUILT: ReadonlySet<string> = new Set(["anthropic", "openai"])
 
 /** A new configuration that changes what needs a restart: nothing of it was taken. */
 export class ReloadRefused extends Data.TaggedError("ReloadRefused")<{ readonly changed: ReadonlyArray<string> }> {
   override get message(): string {
-    return `configuration not reloaded: ${this.changed.join(", ")} changed (a reload takes models and keys; ` +
-      "restart to apply the rest)"
+    return `configuration not reloaded: ${this.changed.join(", ")} changed (a reload takes models, keys and HTTP ` +
+      "providers; restart to apply the rest)"
   }
 }
 
@@ -32,6 +38,8 @@ export interface Reloaded {
   /** Models in the catalogue now. */
   readonly models: number
   readonly keys: Keys.SyncResult
+  /** The providers whose adapters were built anew (changed or added). */
+  readonly providers: ReadonlyArray<string>
 }
 
 const sortedKeys = (_: string, value: unknown): unknown =>
@@ -53,21 +61,35 @@ export const needsRestart = (running: GatewayConfig, next: GatewayConfig): Array
       if (canonical(section(running, key)) !== canonical(section(next, key))) changed.push(key)
       continue
     }
-    for (const [name, provider] of Object.entries(next.providers)) {
-      if (canonical(running.providers[name]) !== canonical(provider)) changed.push(`providers.${name}`)
+    for (const name of changedProviders(running, next)) {
+      const before = running.providers[name]
+      const rebuilt = REBUILT.has(next.providers[name]!.kind) && (before === undefined || REBUILT.has(before.kind))
+      if (!rebuilt) changed.push(`providers.${name}`)
     }
   }
   return changed
 }
 
+/** The providers of `next` whose configuration differs from the running one's, or that it adds. */
+export const changedProviders = (running: GatewayConfig, next: GatewayConfig): Array<string> =>
+  Object.keys(next.providers).filter((name) => canonical(running.providers[name]) !== canonical(next.providers[name]))
+
+/** What a reload changes in the running gateway, each given the new configuration. */
+export interface Targets {
+  readonly catalogue: Catalogue.Replaceable
+  /** Makes the stored configuration keys the configuration's. */
+  readonly syncKeys: (config: GatewayConfig) => Effect.Effect<Keys.SyncResult>
+  /** Builds the adapters of these providers anew, in place of the running ones. */
+  readonly rebuildProviders: (config: GatewayConfig, names: ReadonlyArray<string>) => Effect.Effect<void>
+}
+
 /**
- * The reload of a running gateway whose catalogue is `catalogue` and whose configuration was `initial`; `syncKeys`
- * makes the stored configuration keys a configuration's. One reload at a time: the next waits for the one under way.
+ * The reload of a running gateway whose configuration was `initial`. One reload at a time: the next waits for the one
+ * under way.
  */
 export const make = (
   initial: GatewayConfig,
-  catalogue: Catalogue.Replaceable,
-  syncKeys: (config: GatewayConfig) => Effect.Effect<Keys.SyncResult>
+  targets: Targets
 ): (next: GatewayConfig) => Effect.Effect<Reloaded, ReloadRefused> => {
   let running = initial
   const one = Effect.unsafeMakeSemaphore(1)
@@ -76,11 +98,19 @@ export const make = (
       const changed = needsRestart(running, next)
       if (changed.length > 0) return Effect.fail(new ReloadRefused({ changed }))
       const snapshot = Catalogue.makeSnapshot(catalogueModels(next))
-      // Keys first: a sync that fails (storage) leaves the catalogue as it was, and the reload can be sent again.
-      return Effect.map(syncKeys(next), (keys): Reloaded => {
-        catalogue.replace(snapshot)
-        running = next
-        return { models: snapshot.models.size, keys }
-      })
+      const providers = changedProviders(running, next)
+      // Keys first (a sync that fails, storage, leaves the rest as it was, and the reload can be sent again), then the
+      // providers, then the catalogue: no request is routed to a provider whose new adapter is not in place yet.
+      return Effect.flatMap(targets.syncKeys(next), (keys) =>
+        Effect.as(
+          Effect.zipRight(
+            targets.rebuildProviders(next, providers),
+            Effect.sync(() => {
+              targets.catalogue.replace(snapshot)
+              running = next
+            })
+          ),
+          { models: snapshot.models.size, keys, providers }
+        ))
     }))
 }

@@ -2,7 +2,8 @@
  * `model-gateway serve` (what `npm start` runs): resolves the configuration, starts the gateway, says where it
  * listens, and serves until SIGTERM or SIGINT, then shuts down gracefully (in-flight requests and streams finish,
  * pending usage records are written, storage and upstream pools close). SIGHUP reads the configuration again and
- * takes its models and keys (see `Reload`), or says in one line why not and goes on with the one it has.
+ * takes its models, keys and HTTP providers (see `Reload`), or says in one line why not and goes on with the one it
+ * has.
  */
 import type * as FileSystem from "@effect/platform/FileSystem"
 import { ApiKeys } from "@model-gateway/http-adapter"
@@ -72,7 +73,7 @@ export const serve = (
     return yield* Effect.never
   }))
 
-/** The configuration read again and taken (its models and keys), or why not: one line either way. */
+/** The configuration read again and taken (its models, keys and HTTP providers), or why not: one line either way. */
 const reloading = (gateway: Gateway.Gateway, generated: string | undefined) =>
   Effect.gen(function*() {
     const resolved = yield* ConfigLoader.resolve
@@ -82,7 +83,7 @@ const reloading = (gateway: Gateway.Gateway, generated: string | undefined) =>
     const from = Option.match(resolved.path, { onNone: () => "the environment", onSome: (path) => path })
     yield* Effect.logInfo(
       `configuration reloaded from ${from}: ${done.models} model(s); keys ${done.keys.added} added, ` +
-        `${done.keys.revoked} revoked`
+        `${done.keys.revoked} revoked; providers rebuilt: ${done.providers.join(", ") || "none"}`
     )
   }).pipe(
     Effect.catchAll((error) =>

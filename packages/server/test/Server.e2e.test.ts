@@ -164,7 +164,7 @@ describe("the gateway server process", { timeout: 60_000 }, () => {
     })
   })
 
-  it("SIGHUP reloads the file's models and keys; a bad file, or one that needs a restart, is refused in one line", async () => {
+  it("SIGHUP reloads the file's models, keys and providers; a bad file, or one that needs a restart, is refused in one line", async () => {
     const cwd = mkdtempSync(join(tmpdir(), "mg-reload-"))
     const path = join(cwd, "gateway.json")
     const write = (
@@ -215,14 +215,21 @@ describe("the gateway server process", { timeout: 60_000 }, () => {
         /(configuration not reloaded: configuration key models\.anthro\/claude\.endpoints\[0\]\.pricing)/,
         "the bad value"
       )
-      // A provider changed: needs a restart, refused whole.
-      write(["anthro/claude"], ["mg-three"], {
-        providers: { anthro: { kind: "anthropic", baseUrl: "http://127.0.0.1:4", apiKey: "sk-up" } }
-      })
+      // The storage changed: needs a restart, refused whole.
+      write(["anthro/claude"], ["mg-three"], { storage: "memory:" })
       proc.child.kill("SIGHUP")
-      await printed(proc, /(configuration not reloaded: providers\.anthro changed)/, "the refusal")
+      await printed(proc, /(configuration not reloaded: storage changed)/, "the refusal")
       expect((await messages(url, "mg-three")).status).toBe(401)
       expect((await messages(url, "mg-two")).status).toBe(200)
+      expect(upstream.requests.at(-1)!.headers["x-api-key"]).toBe("sk-up")
+      // The provider's key rotated: its adapter is built anew, the next call carries the new key.
+      write(["anthro/claude"], ["mg-two"], {
+        providers: { anthro: { kind: "anthropic", baseUrl: upstream.url, apiKey: "sk-rotated" } }
+      })
+      proc.child.kill("SIGHUP")
+      await printed(proc, /keys 0 added, 0 revoked; providers rebuilt: (anthro)/, "the rebuilt provider")
+      expect((await messages(url, "mg-two")).status).toBe(200)
+      expect(upstream.requests.at(-1)!.headers["x-api-key"]).toBe("sk-rotated")
     } finally {
       proc.child.kill("SIGTERM")
       expect(await proc.exited).toBe(0)
