@@ -11,7 +11,7 @@
 // bench/run.mjs also writes there when its measured runs began and ended (the profile's clock is the machine's
 // monotonic one, as `process.hrtime` is): only the samples taken during them count then, the requests of those runs
 // over the time they took, without the start-up, the checks, the warm-ups and the idle rounds of the other targets
-// (which made a request look 20-30% dearer, the start-up's share mostly the loading of modules). --whole counts
+// (which made a request look 20-40% dearer, the start-up's share mostly the loading of modules). --whole counts
 // every sample, as for a profile without windows. --scenario keeps the measured runs of the scenarios whose name
 // contains TEXT (e.g. "anthropic-stream c32"), for a profile of a run of several.
 // Without a file, the newest profile in bench/.prof is used.
@@ -73,9 +73,8 @@ if (runs !== undefined && runs.length === 0) {
 const windows = runs?.map((r) => [r.from, r.to])
 const inWindow = (t) => windows === undefined || windows.some(([from, to]) => t >= from && t <= to)
 const hits = new Map()
-/** Samples per node in all, and inside the windows: a line's ticks (not timed) are scaled by the node's share. */
+/** Samples per node in all: a line's ticks (samples, not time) are scaled to the node's time inside the windows. */
 const allSamples = new Map()
-const windowSamples = new Map()
 let t = profile.startTime
 for (let i = 0; i < profile.samples.length; i++) {
   const id = profile.samples[i]
@@ -84,7 +83,6 @@ for (let i = 0; i < profile.samples.length; i++) {
   allSamples.set(id, (allSamples.get(id) ?? 0) + 1)
   if (!inWindow(t)) continue
   hits.set(id, (hits.get(id) ?? 0) + delta)
-  windowSamples.set(id, (windowSamples.get(id) ?? 0) + 1)
 }
 const served = runs === undefined ? meta?.requests : runs.reduce((sum, r) => sum + r.requests, 0)
 const requests = served > 0 ? served : undefined

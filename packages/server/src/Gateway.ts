@@ -253,7 +253,7 @@ const bindings = (
       const configs = providerConfigs(next)
       // Adapters given ready-made (`options.upstreams`: test doubles, custom adapters) stay as they are.
       const rebuilt = names.filter((name) => options.upstreams?.[name] === undefined)
-      return Effect.suspend(() => router.replace(Object.fromEntries(rebuilt.map((name) => [name, configs[name]!]))))
+      return Effect.as(router.replace(Object.fromEntries(rebuilt.map((name) => [name, configs[name]!]))), rebuilt)
     }
   })
   const handler = Http.makeHandler({ basePath: config.server.basePath, cors: config.server.cors })

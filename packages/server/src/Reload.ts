@@ -79,8 +79,11 @@ export interface Targets {
   readonly catalogue: Catalogue.Replaceable
   /** Makes the stored configuration keys the configuration's. */
   readonly syncKeys: (config: GatewayConfig) => Effect.Effect<Keys.SyncResult>
-  /** Builds the adapters of these providers anew, in place of the running ones. */
-  readonly rebuildProviders: (config: GatewayConfig, names: ReadonlyArray<string>) => Effect.Effect<void>
+  /** Builds the adapters of these providers anew, in place of the running ones; the names of those it rebuilt. */
+  readonly rebuildProviders: (
+    config: GatewayConfig,
+    names: ReadonlyArray<string>
+  ) => Effect.Effect<ReadonlyArray<string>>
 }
 
 /**
@@ -102,15 +105,10 @@ export const make = (
       // Keys first (a sync that fails, storage, leaves the rest as it was, and the reload can be sent again), then the
       // providers, then the catalogue: no request is routed to a provider whose new adapter is not in place yet.
       return Effect.flatMap(targets.syncKeys(next), (keys) =>
-        Effect.as(
-          Effect.zipRight(
-            targets.rebuildProviders(next, providers),
-            Effect.sync(() => {
-              targets.catalogue.replace(snapshot)
-              running = next
-            })
-          ),
-          { models: snapshot.models.size, keys, providers }
-        ))
+        Effect.map(targets.rebuildProviders(next, providers), (rebuilt): Reloaded => {
+          targets.catalogue.replace(snapshot)
+          running = next
+          return { models: snapshot.models.size, keys, providers: rebuilt }
+        }))
     }))
 }
