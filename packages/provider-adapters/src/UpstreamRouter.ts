@@ -5,9 +5,11 @@
  */
 import { Upstream } from "@model-gateway/core"
 import * as Effect from "effect/Effect"
+import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
 import * as AnthropicUpstream from "./anthropic/AnthropicUpstream.js"
+import * as Transport from "./internal/Transport.js"
 import type { Timeouts } from "./internal/Transport.js"
 import * as OpenAiUpstream from "./openai/OpenAiUpstream.js"
 import * as LocalSpeech from "./speech/LocalSpeech.js"
@@ -67,39 +69,66 @@ export interface Replaceable {
   readonly upstream: Upstream.UpstreamService
   /**
    * Builds adapters for these providers and puts them in place of those of the same names (or beside them): calls
-   * that start afterwards go to the new ones. Calls under way finish on the old ones, whose idle connections close
-   * after the pool's idle time (30 s), the rest with the router's scope.
+   * that start afterwards go to the new ones. Calls under way finish on the old ones, which are then gone: an old
+   * HTTP adapter's idle connections close at once, those in use once their call is over (`Transport.retire`). A local
+   * speech engine replaced stops its workers at once, and its requests in progress with them.
    */
   readonly replace: (providers: Readonly<Record<string, ProviderConfig>>) => Effect.Effect<void>
+}
+
+/** One provider's adapter, and the scope it was built in. */
+interface Built {
+  readonly name: string
+  readonly adapter: Upstream.UpstreamService
+  /** Undefined for an adapter given ready-made: not the router's to close. */
+  readonly own: Scope.CloseableScope | undefined
 }
 
 /** `make`, with `replace`. */
 export const makeReplaceable = (
   providers: Readonly<Record<string, ProviderConfig | Upstream.UpstreamService>>
 ): Effect.Effect<Replaceable, never, Scope.Scope> =>
-  Effect.flatMap(Effect.scope, (scope) =>
-    Effect.map(
-      Effect.forEach(Object.entries(providers), ([name, config]) =>
-        Effect.map(
-          "kind" in config ? adapterFor(config) : Effect.succeed(config),
-          (adapter) => [name, adapter] as const
-        )),
-      (entries): Replaceable => {
-        const adapters = new Map(entries)
+  Effect.flatMap(Effect.scope, (scope) => {
+    /** Each built adapter's own scope, inside the router's: closed when the adapter is replaced, or with the router. */
+    const scopes = new Map<string, Scope.CloseableScope>()
+    const build = (
+      name: string,
+      config: ProviderConfig
+    ): Effect.Effect<Built & { readonly own: Scope.CloseableScope }> =>
+      Effect.flatMap(
+        Scope.fork(scope, ExecutionStrategy.sequential),
+        (own) => Effect.map(Scope.extend(adapterFor(config), own), (adapter) => ({ name, adapter, own }))
+      )
+    return Effect.map(
+      Effect.forEach(
+        Object.entries(providers),
+        ([name, config]): Effect.Effect<Built> =>
+          "kind" in config ? build(name, config) : Effect.succeed({ name, adapter: config, own: undefined })
+      ),
+      (built): Replaceable => {
+        const adapters = new Map<string, Upstream.UpstreamService>()
+        for (const { adapter, name, own } of built) {
+          adapters.set(name, adapter)
+          if (own !== undefined) scopes.set(name, own)
+        }
         return {
           upstream: route(adapters),
           replace: (next) =>
             Effect.forEach(
               Object.entries(next),
               ([name, config]) =>
-                Effect.map(Scope.extend(adapterFor(config), scope), (adapter) => {
+                Effect.flatMap(build(name, config), ({ adapter, own }) => {
+                  const old = scopes.get(name)
                   adapters.set(name, adapter)
+                  scopes.set(name, own)
+                  return old === undefined ? Effect.void : Transport.retire(old)
                 }),
               { discard: true }
             )
         }
       }
-    ))
+    )
+  })
 
 const route = (adapters: ReadonlyMap<string, Upstream.UpstreamService>): Upstream.UpstreamService => {
   const cannot = (call: Upstream.OpenAiCall) =>

@@ -379,6 +379,62 @@ describe("HttpClient", () => {
     expect(received).toBe(64 * 64 * 1024)
   })
 
+  it("a retired pool closes its idle connections at once, the others once their request is over, which finishes", async () => {
+    const open = new Set<Socket>()
+    const connectionHeaders: Array<string | undefined> = []
+    let held: ServerResponse | undefined
+    const server = createServer((req, res) => {
+      connectionHeaders.push(req.headers.connection)
+      req.resume()
+      req.on("end", () => {
+        if (req.headers["x-hold"] === "1") {
+          held = res
+          res.writeHead(200, { "content-type": "text/event-stream" })
+          res.write("data: 1\n\n")
+        } else res.end("{}")
+      })
+    })
+    server.on("connection", (socket: Socket) => {
+      open.add(socket)
+      socket.on("close", () => open.delete(socket))
+    })
+    servers.push(server)
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/messages`
+    const target = HttpClient.targetOf(url)
+    const p = pool()
+    // Two idle connections, then a streamed answer in progress on one of them.
+    await Promise.all([post(p, url), post(p, url)])
+    let body = ""
+    const streamed = new Promise<Result>((resolve) => {
+      HttpClient.post(p, target, { headers: { "x-hold": "1" }, body: "{}", ...limits }, {
+        onConnect: () => {},
+        onHeaders: () => true,
+        onData: (chunk) => {
+          body += chunk.toString("utf8")
+          return true
+        },
+        onComplete: () => resolve({ status: 200, body, error: undefined }),
+        onError: (error) => resolve({ status: 200, body, error })
+      })
+    })
+    await expect.poll(() => held !== undefined).toBe(true)
+    expect(open.size).toBe(2)
+
+    p.retire()
+    // The idle one closes at once; the one in use stays, and its answer goes on to its end.
+    await expect.poll(() => open.size).toBe(1)
+    held!.end("data: 2\n\n")
+    expect(await streamed).toEqual({ status: 200, body: "data: 1\n\ndata: 2\n\n", error: undefined })
+    await expect.poll(() => open.size).toBe(0)
+    expect(p.openSockets).toBe(0)
+    // A request made on it afterwards still works, on a connection it does not keep.
+    expect((await post(p, url)).status).toBe(200)
+    expect(connectionHeaders.at(-1)).toBe("close")
+    await expect.poll(() => open.size).toBe(0)
+    expect(connectionHeaders.slice(0, 3)).toEqual(["keep-alive", "keep-alive", "keep-alive"])
+  })
+
   it("refuses a URL that is not http(s)", () => {
     expect(() => HttpClient.targetOf("ftp://example.com/x")).toThrow(/http: or https:/)
     expect(HttpClient.targetOf("https://api.example.com/v1/messages?beta=true")).toMatchObject({

@@ -6,8 +6,9 @@
  * OpenAI-compatible: a rotated upstream key, another URL, headers, time limits, a new provider). Requests that start
  * afterwards read the new catalogue and go to the new providers' adapters (new connection pools); those under way,
  * streams included, finish with the catalogue and the adapter they started with (a request reads one catalogue
- * snapshot from start to end; a replaced adapter's idle connections close after the pool's idle time). Keys are
- * synced as at start: new ones work at once, removed ones stop.
+ * snapshot from start to end; a replaced adapter is retired: its idle connections close at once, the others once
+ * their call is over, and nothing of it is left after its last call). Keys are synced as at start: new ones work at
+ * once, removed ones stop.
  *
  * Not taken: what else is built into the running process (server, storage, the local speech engine's workers, the
  * limits' store, workspaces, plugins, interns, batches). A new configuration that changes any of it is refused whole,

@@ -106,6 +106,8 @@ export const targetOf = (url: string): Target => {
 export class Pool {
   private plain: http.Agent | undefined = undefined
   private secure: https.Agent | undefined = undefined
+  /** Retired (see `retire`): keeps no connection. */
+  private retired = false
 
   constructor(
     private readonly maxSockets = Infinity,
@@ -122,7 +124,7 @@ export class Pool {
 
   private agentOptions(): http.AgentOptions {
     return {
-      keepAlive: true,
+      keepAlive: !this.retired,
       maxSockets: this.maxSockets,
       maxFreeSockets: this.maxFreeSockets,
       timeout: this.freeSocketMs,
@@ -139,6 +141,20 @@ export class Pool {
       for (const list of Object.values(agent.freeSockets)) n += list?.length ?? 0
     }
     return n
+  }
+
+  /**
+   * Keeps no connection any more, without cutting a request: idle connections close now, those in use once their
+   * request is over (a request made afterwards asks for `Connection: close`). For a pool whose provider was replaced
+   * (a configuration reload): nothing of it is then left once its last request ends, no idle time to wait out.
+   */
+  retire(): void {
+    this.retired = true
+    for (const agent of [this.plain, this.secure]) {
+      if (agent === undefined) continue // The agent's 'free' handler destroys a freed socket of an agent that does not keep connections alive.
+      ;(agent as http.Agent & { keepAlive: boolean }).keepAlive = false
+      for (const list of Object.values(agent.freeSockets)) for (const socket of list ?? []) socket.destroy()
+    }
   }
 
   /**

@@ -9,8 +9,9 @@
  */
 import { Upstream } from "@model-gateway/core"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
 import { classifyThrown, errorFromResponse, type ErrorSource, textOf } from "./Failures.js"
 import * as HttpClient from "./HttpClient.js"
 
@@ -53,14 +54,27 @@ export const makeTransport = (timeouts: Partial<Timeouts> = {}): Transport => ({
   pool: new HttpClient.Pool()
 })
 
+/** What a scope closed by `retire` exits with. */
+const RETIRED: unique symbol = Symbol.for("@model-gateway/provider-adapters/Transport/retired")
+const retiredExit = Exit.succeed(RETIRED)
+
+/**
+ * Closes a provider's scope because another adapter took its place: its pools are retired (`Pool.retire`), not
+ * closed, so that the calls still running on them finish; nothing of them is left once the last one has.
+ */
+export const retire = (scope: Scope.CloseableScope): Effect.Effect<void> => Scope.close(scope, retiredExit)
+
 /**
  * A connection pool that lives as long as the current scope: closing the scope closes its connections (waiting at most
- * a second for requests still running, then destroying them).
+ * a second for requests still running, then destroying them), or, closed by `retire`, lets its requests finish.
  */
 export const scopedTransport = (timeouts: Partial<Timeouts> = {}): Effect.Effect<Transport, never, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.sync(() => makeTransport(timeouts)),
-    ({ pool }) => Effect.promise(() => pool.drain(1_000))
+    ({ pool }, exit) =>
+      Exit.isSuccess(exit) && exit.value === RETIRED
+        ? Effect.sync(() => pool.retire())
+        : Effect.promise(() => pool.drain(1_000))
   )
 
 export interface HttpCall extends ErrorSource {
