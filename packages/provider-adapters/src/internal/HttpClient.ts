@@ -151,8 +151,10 @@ export class Pool {
   retire(): void {
     this.retired = true
     for (const agent of [this.plain, this.secure]) {
-      if (agent === undefined) continue // The agent's 'free' handler destroys a freed socket of an agent that does not keep connections alive.
-      ;(agent as http.Agent & { keepAlive: boolean }).keepAlive = false
+      if (agent === undefined) continue
+      // The agent's 'free' handler destroys a freed socket of an agent that does not keep connections alive.
+      const notKeeping = agent as http.Agent & { keepAlive: boolean }
+      notKeeping.keepAlive = false
       for (const list of Object.values(agent.freeSockets)) for (const socket of list ?? []) socket.destroy()
     }
   }
