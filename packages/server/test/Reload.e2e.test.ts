@@ -53,15 +53,6 @@ const send = (model: string, key: string, stream = false) =>
     body: JSON.stringify({ model, max_tokens: 20, stream, messages: [{ role: "user", content: "one two three" }] })
   })
 
-/** The fake upstream's open connections, once they are `expected` (their closing is seen a moment later), or after 2 s. */
-const upstreamConnections = async (expected: number) => {
-  const deadline = Date.now() + 2_000
-  while (upstream.connections() !== expected && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-  return upstream.connections()
-}
-
 const modelIds = async (key: string) => {
   const response = await fetch(`${server.url}/v1/models`, { headers: { "x-api-key": key } })
   expect(response.status).toBe(200)
@@ -109,11 +100,11 @@ describe("Gateway.reload", () => {
     expect((await readEvents(streaming)).at(-1)?.event).toBe("message_stop")
     // The old adapter is retired: its idle connections closed with the reload, the stream's once it ended; nothing of
     // it is left open (before, they stayed in its pool for the pool's idle time, the adapter until shutdown).
-    expect(await upstreamConnections(0)).toBe(0)
+    await expect.poll(() => upstream.connections(), { timeout: 2_000 }).toBe(0)
     expect((await send("anthro/three", "mg-second")).status).toBe(200)
     expect([keyOf(first), keyOf(first + 1)]).toEqual(["sk-up", "sk-rotated"])
     // The new adapter keeps its connection alive, as any pool does.
-    expect(await upstreamConnections(1)).toBe(1)
+    await expect.poll(() => upstream.connections(), { timeout: 2_000 }).toBe(1)
   })
 
   it("refuses a configuration that changes the server or the storage, taking none of it", async () => {
