@@ -1,6 +1,7 @@
 /**
  * The body of `POST /v1/messages` (spec 2.1) as an `effect/Schema` model (its messages' content in `MessageContent`),
- * and `validate`, the hot-path check that turns a parsed JSON body into a typed request or an `InvalidRequest` naming the offending field path.
+ * and `validate`, the hot-path check that turns a parsed JSON body into a typed request or an `InvalidRequest` naming
+ * the offending field path.
  *
  * The decoded value is only read for routing: the gateway forwards the original body. Unknown fields are
  * accepted everywhere except inside a `fallbacks` entry and the `provider` preferences, and unknown content block
