@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import { type EventDecoder, openEventStream } from "../internal/EventStream.js"
 import * as JsonBody from "../internal/JsonBody.js"
+import * as Nesting from "../internal/Nesting.js"
 import type { Timeouts } from "../internal/Transport.js"
 import { postJson, scopedTransport } from "../internal/Transport.js"
 import * as AnthropicChat from "./AnthropicChat.js"
@@ -83,6 +84,9 @@ const eventDecoder = (passThrough: boolean): EventDecoder<Wire.StreamEvent> => {
           stopped = true
           return true
         }
+      }
+      if (Nesting.tooDeep(message.data)) {
+        throw new Upstream.UpstreamError({ kind: "transport", message: Nesting.tooDeepMessage("a stream event") })
       }
       let data: Wire.JsonObject
       try {

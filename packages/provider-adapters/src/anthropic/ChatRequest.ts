@@ -4,6 +4,7 @@
  */
 import { Upstream, Wire } from "@model-gateway/core"
 import * as Either from "effect/Either"
+import * as Nesting from "../internal/Nesting.js"
 
 type JsonObject = Wire.JsonObject
 type UpstreamError = Upstream.UpstreamError
@@ -149,6 +150,12 @@ const parseArguments = (id: string, raw: unknown): JsonObject => {
   if (isObject(raw)) return raw
   const text = asString(raw) ?? fail("invalid_request", `tool call ${id}: function.arguments must be a JSON string`)
   if (text.trim() === "") return {}
+  if (Nesting.tooDeep(text, Nesting.MAX_CLIENT_DEPTH)) {
+    return fail(
+      "invalid_request",
+      `tool call ${id}: function.arguments nested deeper than ${Nesting.MAX_CLIENT_DEPTH} levels of objects and arrays`
+    )
+  }
   let parsed: unknown
   try {
     parsed = JSON.parse(text)

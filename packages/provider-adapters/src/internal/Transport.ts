@@ -14,6 +14,7 @@ import type * as Fiber from "effect/Fiber"
 import * as Scope from "effect/Scope"
 import { classifyThrown, errorFromResponse, type ErrorSource, textOf } from "./Failures.js"
 import * as HttpClient from "./HttpClient.js"
+import * as Nesting from "./Nesting.js"
 
 export {
   classifyStatus,
@@ -164,6 +165,15 @@ class JsonHandler implements HttpClient.Handler {
     this.chunks = []
     if (this.status >= 300) {
       return this.resume(Effect.fail(errorFromResponse(this.source, this.status, this.headers, text)))
+    }
+    if (Nesting.tooDeep(text)) {
+      return this.resume(Effect.fail(
+        new Upstream.UpstreamError({
+          kind: "transport",
+          status: this.status,
+          message: Nesting.tooDeepMessage("an answer")
+        })
+      ))
     }
     let json: unknown
     try {

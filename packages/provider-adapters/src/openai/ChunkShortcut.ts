@@ -17,6 +17,7 @@ import type { Wire } from "@model-gateway/core"
 import { Upstream } from "@model-gateway/core"
 import * as Either from "effect/Either"
 import * as Predicate from "effect/Predicate"
+import * as Nesting from "../internal/Nesting.js"
 import { reasoningOf } from "./OpenAiChatAnswer.js"
 import type { StreamTranslator } from "./OpenAiChatStream.js"
 import { asArray, asObject, asString } from "./Translation.js"
@@ -143,6 +144,9 @@ export const make = (): ChunkShortcut => {
 const malformed = () =>
   Either.left(new Upstream.UpstreamError({ kind: "transport", message: "upstream sent a malformed chunk" }))
 
+const tooDeep = () =>
+  Either.left(new Upstream.UpstreamError({ kind: "transport", message: Nesting.tooDeepMessage("a chunk") }))
+
 /**
  * Translates one chunk's `data` with `translator`: its text alone when the shortcut knows its shape, else parsed in
  * full (a chunk that is not JSON fails the stream), the parsed chunk then offered as the next template.
@@ -154,6 +158,7 @@ export const reader = (
   return (data) => {
     const text = shortcut.text(data)
     if (text !== undefined) return translator.pushText(text)
+    if (Nesting.tooDeep(data)) return tooDeep()
     let chunk: Wire.JsonObject
     try {
       chunk = JSON.parse(data) as Wire.JsonObject

@@ -6,6 +6,7 @@
 import type { Upstream, Wire } from "@model-gateway/core"
 import type * as Either from "effect/Either"
 import * as Predicate from "effect/Predicate"
+import * as Nesting from "../internal/Nesting.js"
 import { classifyInBandError } from "./OpenAiErrors.js"
 import { asArray, asNumber, asObject, asString, attempt, fail, randomId } from "./Translation.js"
 
@@ -49,13 +50,15 @@ export const stopReason = (finishReason: string, sawToolCalls: boolean): string 
 export const reasoningOf = (o: JsonObject): string | undefined => asString(o.reasoning_content) ?? asString(o.reasoning)
 
 /**
- * Parses tool-call arguments. Empty arguments become `{}`; arguments that are not a JSON object are
- * kept verbatim as `{"_raw": "..."}` so the client sees what the model produced instead of losing it.
+ * Parses tool-call arguments. Empty arguments become `{}`; arguments that are not a JSON object, or that nest deeper
+ * than the gateway takes from an upstream (`Nesting`), are kept verbatim as `{"_raw": "..."}` so the client sees what
+ * the model produced instead of losing it.
  */
 const parseArguments = (raw: unknown): JsonObject => {
   if (Predicate.isRecord(raw)) return raw
   const text = asString(raw) ?? ""
   if (text.trim() === "") return {}
+  if (Nesting.tooDeep(text)) return { _raw: text }
   try {
     const parsed: unknown = JSON.parse(text)
     return Predicate.isRecord(parsed) ? parsed : { _raw: text }

@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import { openEventStream } from "../internal/EventStream.js"
 import * as JsonBody from "../internal/JsonBody.js"
+import * as Nesting from "../internal/Nesting.js"
 import type { Transport } from "../internal/Transport.js"
 import { postJson } from "../internal/Transport.js"
 import * as ChunkShortcut from "./ChunkShortcut.js"
@@ -31,6 +32,7 @@ const describeError = (body: unknown, text: string) => {
 }
 
 const malformed = new Upstream.UpstreamError({ kind: "transport", message: "upstream sent a malformed event" })
+const tooDeep = new Upstream.UpstreamError({ kind: "transport", message: Nesting.tooDeepMessage("an event") })
 
 /** A chat body with its output cap under the field the endpoint takes. */
 const capField = (call: Upstream.OpenAiCall, field: "max_tokens" | "max_completion_tokens"): Wire.JsonObject => {
@@ -100,6 +102,7 @@ export const make = (transport: Transport, options: PassThroughOptions) => {
             return
           }
         }
+        if (Nesting.tooDeep(message.data)) throw tooDeep
         let data: Wire.JsonObject
         try {
           data = JSON.parse(message.data) as Wire.JsonObject
