@@ -264,23 +264,33 @@ const handle = <R>(
     (error) => Effect.succeed(ErrorResponses.of(d.family)(error, d.requestId))
   )
 
-/** After the key: the session id header and the body, when the route reads them, then the handler. */
+/** Whether a JSON body gives its own `session_id`, which wins over the `x-session-id` header (spec 2.1, 2.3). */
+const hasSessionId = (body: unknown): boolean =>
+  body !== null && typeof body === "object" && (body as { session_id?: unknown }).session_id != null
+
+/**
+ * After the key: the session id header and the body, when the route reads them, then the handler. A header too long
+ * is refused unless the body gives its own session id, which wins: then the header is not read at all.
+ */
 const serve = <R>(d: Dispatch<R>, principal: Keys.Principal | undefined): Effect.Effect<GatewayResponse, never, R> => {
   const route = d.compiled.route
   let sessionId: string | undefined
+  let badHeader: GatewayError.InvalidRequest | undefined
   if (route.session === true) {
     const checked = RequestHeaders.sessionId(d.request.headers)
-    if (Either.isLeft(checked)) return refuse(d, checked.left, principal)
-    sessionId = checked.right
+    if (Either.isLeft(checked)) {
+      if (route.body !== "json") return refuse(d, checked.left, principal)
+      badHeader = checked.left
+    } else sessionId = checked.right
   }
   if (route.body !== "json") return handle(d, principal, sessionId, undefined, 0)
   return Effect.matchEffect(d.request.body, {
     onFailure: (error) => refuse(d, error, principal, sessionId),
     onSuccess: (bytes) => {
       const body = jsonBodyOf(d.request, bytes)
-      return Either.isLeft(body)
-        ? refuse(d, body.left, principal, sessionId)
-        : handle(d, principal, sessionId, body.right, bytes.byteLength)
+      if (Either.isLeft(body)) return refuse(d, body.left, principal, sessionId)
+      if (badHeader !== undefined && !hasSessionId(body.right)) return refuse(d, badHeader, principal)
+      return handle(d, principal, sessionId, body.right, bytes.byteLength)
     }
   })
 }

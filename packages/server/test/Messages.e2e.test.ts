@@ -412,6 +412,20 @@ describe("request errors", () => {
     expect((await json(over)).error.message).toMatch(/^x-session-id/)
   })
 
+  it("ignores the x-session-id header when the body's session_id is given: the body's wins, even over a bad header", async () => {
+    const body = {
+      model: "anthro/claude",
+      max_tokens: 5,
+      session_id: "s".repeat(256),
+      messages: [{ role: "user", content: "x" }]
+    }
+    expect((await post(h, body, { "x-session-id": "h".repeat(257) })).status).toBe(200)
+    const { session_id: _, ...withoutSession } = body
+    const refused = await post(h, withoutSession, { "x-session-id": "h".repeat(257) })
+    expect(refused.status).toBe(400)
+    expect((await json(refused)).error.message).toMatch(/^x-session-id/)
+  })
+
   it("rejects an output cap under 1 with 400, before any upstream is asked", async () => {
     const before = h.anthropic.requests.length
     for (const max_tokens of [0, -1]) {

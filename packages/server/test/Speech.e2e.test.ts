@@ -242,6 +242,17 @@ describe("an OpenAI-compatible upstream through the SDK", () => {
     expect(openai.aborted()).toBe(1)
   })
 
+  it("takes the body's session id over an x-session-id header too long to be one: the header is not read", async () => {
+    const body = { input: "Hi.", model: "openai/tts", voice: "alloy" }
+    const bad = { "x-session-id": "h".repeat(257) }
+    const withBody = await post({ ...body, session_id: "from-body" }, bad)
+    expect(withBody.status).toBe(200)
+    await withBody.arrayBuffer()
+    const without = await post(body, bad)
+    expect(without.status).toBe(400)
+    expect((await without.json() as any).error.message).toMatch(/^x-session-id/)
+  })
+
   it("records usage: route, model, provider, cost per input character, the body's session id over the header's", async () => {
     const input = "Twelve chars"
     const response = await post(
