@@ -32,7 +32,7 @@ it("answers through the configured upstream, with the upstream's model id", asyn
     max_tokens: 16,
     messages: [{ role: "user", content: "hi" }]
   })
-  expect(message.content).toEqual([{ type: "text", text: "hello from llama", citations: null }])
+  expect(message.content).toEqual([{ type: "text", text: "hello from llama", citations: [] }])
   expect(message.model).toBe("local/llama")
   expect(upstream.requests[0].body.model).toBe("llama3.2")
 })

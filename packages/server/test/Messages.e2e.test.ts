@@ -48,6 +48,13 @@ describe.each([
     for (const key of ["stop_details", "container", "context_management", "safeguard_results"]) {
       expect(raw[key]).toBeNull()
     }
+    // spec 2.2: a text block's citations and the usage's iterations are arrays, whatever the upstream sent
+    expect(raw.content[0].citations).toEqual([])
+    expect(raw.usage.iterations).toEqual([])
+    for (const key of ["cache_creation", "inference_geo", "output_tokens_details", "server_tool_use", "cost_details"]) {
+      expect(raw.usage).toHaveProperty(key)
+    }
+    expect(raw.usage.is_byok).toBe(false)
     expect(message.stop_reason).toBe("end_turn")
   })
 

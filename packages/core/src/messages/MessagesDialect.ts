@@ -24,6 +24,24 @@ const inBandError = (error: GatewayError.GatewayError, requestId: string): strin
     request_id: requestId
   })
 
+/**
+ * The content of a result with each text block's `citations` an array (spec 2.2): `[]` where the upstream sent none
+ * (Anthropic leaves the key out, the chat completions translation gives `null`). The array itself when no block needs
+ * it; the blocks are the upstream's otherwise.
+ */
+const withCitations = (content: ReadonlyArray<JsonObject>): ReadonlyArray<JsonObject> => {
+  if (!Array.isArray(content)) return content
+  let out: Array<JsonObject> | undefined
+  for (let i = 0; i < content.length; i++) {
+    const block = content[i]
+    if (block.type === "text" && !Array.isArray(block.citations)) {
+      out ??= content.slice()
+      out[i] = Object.assign({}, block, { citations: [] })
+    }
+  }
+  return out ?? content
+}
+
 /** The characters of a message's content: its text, thinking and tool calls' input (see `UntoldUsage`). */
 const generatedIn = (message: Message): number => {
   let chars = 0
@@ -50,6 +68,7 @@ export const make = (ports: MessagesPorts, run: Run, calls: AttemptCalls): Diale
   respond: (message, attempt, charge, pipeline) => {
     const out: JsonObject = Object.assign({}, message, {
       model: attempt.model.id,
+      content: withCitations(message.content),
       stop_details: message.stop_details ?? null,
       container: message.container ?? null,
       usage: UsageAccounting.completeUsage(

@@ -52,5 +52,6 @@ export const completeUsage = (usage: Usage | JsonObject | undefined, cost: strin
     speed: usage?.speed ?? null,
     cost: Number(cost),
     cost_details: usage?.cost_details ?? null,
-    is_byok: false
+    is_byok: false,
+    iterations: Array.isArray(usage?.iterations) ? usage.iterations : []
   })

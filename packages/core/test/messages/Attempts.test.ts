@@ -21,7 +21,7 @@ describe("JSON attempts", () => {
       const body = (outcome as { body: any }).body
       assert.strictEqual(body.model, "b")
       assert.strictEqual(body.provider, "p2")
-      assert.deepStrictEqual(body.content, [{ type: "text", text: "from b" }])
+      assert.deepStrictEqual(body.content, [{ type: "text", text: "from b", citations: [] }])
       // 10 × 0.00001 + 5 × 0.00002, at b's prices; a's failed attempt costs nothing
       assert.strictEqual(body.usage.cost, 0.0002)
       assert.strictEqual(body.usage.input_tokens, 10)

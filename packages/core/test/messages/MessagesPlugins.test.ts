@@ -68,7 +68,7 @@ describe("plugins around the execution", () => {
       const body = (outcome as { body: any }).body
       assert.deepStrictEqual(body.content, [
         { type: "thinking", thinking: "hmm", signature: "sig" },
-        { type: "text", text: "{\"a\":1}", citations: null }
+        { type: "text", text: "{\"a\":1}", citations: [] }
       ])
       assert.deepInclude(body.service_metadata.pipeline.at(-1), {
         name: "response-healing",
@@ -93,7 +93,7 @@ describe("plugins around the execution", () => {
       })
       const body = (outcome as { body: any }).body
       assert.strictEqual(body.model, "c")
-      assert.deepStrictEqual(body.content, [{ type: "text", text: "final" }])
+      assert.deepStrictEqual(body.content, [{ type: "text", text: "final", citations: [] }])
       const synthesis = g.upstream.calls.find((c) => c.endpoint.id === "c@p3")!
       assert.include(String(synthesis.body.system), "Analysis by a:\nanalysis a")
       assert.strictEqual(g.stores.usage.length, 1)
