@@ -1,8 +1,10 @@
 /**
  * Error bodies, one per route family: the messages-style body of spec 7.1 (`/v1/messages`), the generic
  * `{error:{code,message,metadata}}` body of spec 7.2 (speech, endpoints, interns, batches, and any path the gateway
- * does not know), and OpenAI's `{error:{message,type,param,code}}` body for the OpenAI-compatible routes. Statuses
- * and types come from the one table in core (`GatewayError.describe`).
+ * does not know), and for the OpenAI-compatible routes the generic body with OpenAI's `type` and `param`
+ * (`{error:{code,message,type,param,metadata}}`): `code` is the HTTP status, as OpenRouter sends it and its SDK
+ * requires, which the openai SDK accepts too. Statuses and types come from the one table in core
+ * (`GatewayError.describe`).
  */
 import { GatewayError } from "@model-gateway/core"
 import type { GatewayResponse } from "./HttpTypes.js"
@@ -18,8 +20,8 @@ interface Problem {
   readonly type: string
   readonly message: string
   readonly param: string | undefined
-  /** OpenAI's error code, when there is one. */
-  readonly code: string | null
+  /** OpenAI's string error code, when there is one: told in the OpenAI body's `metadata.openai_code`. */
+  readonly openaiCode: string | undefined
   readonly serviceMetadata: unknown
   /** The generic body's `metadata` (spec 7.2), when the error has a reason. */
   readonly metadata: Metadata | undefined
@@ -58,7 +60,7 @@ const problemOf = (error: GatewayError.GatewayError, requestId: string, family: 
     type,
     message: error.message,
     param: error._tag === "InvalidRequest" ? error.param : undefined,
-    code: OPENAI_CODES[error._tag] ?? null,
+    openaiCode: OPENAI_CODES[error._tag],
     serviceMetadata: error._tag === "PermissionDenied" && error.pipeline !== undefined
       ? { pipeline: error.pipeline }
       : undefined,
@@ -128,10 +130,24 @@ const openaiType = (problem: Problem): string =>
     ? "server_error"
     : "invalid_request_error"
 
-const openaiBody = (problem: Problem): GatewayResponse =>
-  text(problem.status, problem.headers, {
-    error: { message: problem.message, type: openaiType(problem), param: problem.param ?? null, code: problem.code }
+/** The generic body's metadata, with OpenAI's string code where OpenAI has one for the error. */
+const openaiMetadata = (problem: Problem): object | undefined =>
+  problem.openaiCode === undefined
+    ? problem.metadata
+    : Object.assign({}, problem.metadata, { openai_code: problem.openaiCode })
+
+const openaiBody = (problem: Problem): GatewayResponse => {
+  const metadata = openaiMetadata(problem)
+  return text(problem.status, problem.headers, {
+    error: {
+      code: problem.status,
+      message: problem.message,
+      type: openaiType(problem),
+      param: problem.param ?? null,
+      ...(metadata ? { metadata } : {})
+    }
   })
+}
 
 const render = (family: Family, problem: Problem, requestId: string): GatewayResponse => {
   switch (family) {
@@ -181,7 +197,7 @@ export const methodNotAllowed = (
     type: "invalid_request_error",
     message: `Method ${method} is not allowed on ${path}; allowed: ${allow}`,
     param: undefined,
-    code: null,
+    openaiCode: undefined,
     serviceMetadata: undefined,
     metadata: undefined,
     headers: { "content-type": JSON_TYPE, allow, "request-id": requestId }

@@ -1,7 +1,7 @@
 /**
  * The OpenAI-compatible front door: `POST /chat/completions`, `/embeddings` and `/responses`, served by the
- * OpenAI-compatible use case (the same routing, fallbacks, plugins, usage and cost as `/messages`), with OpenAI's
- * error body (`{error: {message, type, param, code}}`).
+ * OpenAI-compatible use case (the same routing, fallbacks, plugins, usage and cost as `/messages`), with the
+ * OpenAI-family error body (`{error: {code, message, type, param, metadata?}}`, `code` the HTTP status).
  */
 import { OpenAiService, type Upstream } from "@model-gateway/core"
 import * as Context from "effect/Context"

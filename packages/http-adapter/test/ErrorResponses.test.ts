@@ -26,28 +26,43 @@ describe("ErrorResponses", () => {
     })
     assert.deepStrictEqual(json(ErrorResponses.openai(error, "req_1")), {
       error: {
+        code: 400,
         message: "temperature: must be at most 2",
         type: "invalid_request_error",
-        param: "temperature",
-        code: null
+        param: "temperature"
       }
     })
   })
 
-  it("uses OpenAI's types and codes: server_error for 5xx, rate_limit_exceeded with Retry-After", () => {
+  it("uses the status as code, OpenAI's types, and OpenAI's string code in metadata, with Retry-After", () => {
     const overloaded = ErrorResponses.openai(new GatewayError.Overloaded({ message: "busy" }), "req_2")
     assert.strictEqual(overloaded.status, 529)
-    assert.deepStrictEqual(json(overloaded).error, { message: "busy", type: "server_error", param: null, code: null })
+    assert.deepStrictEqual(json(overloaded).error, { code: 529, message: "busy", type: "server_error", param: null })
     const internal = ErrorResponses.openai(new GatewayError.InternalError({ message: "bug" }), "req_2")
-    assert.strictEqual(json(internal).error.type, "server_error")
+    assert.deepStrictEqual(json(internal).error, {
+      code: 500,
+      message: "bug",
+      type: "server_error",
+      param: null,
+      metadata: { reason: "internal_error", retryable: true }
+    })
     const limited = ErrorResponses.openai(new GatewayError.RateLimited({ message: "slow", retryAfterMs: 1500 }), "r")
     assert.strictEqual(limited.status, 429)
     assert.strictEqual(limited.headers["retry-after"], "2")
     assert.deepStrictEqual(json(limited).error, {
+      code: 429,
       message: "slow",
       type: "rate_limit_error",
       param: null,
-      code: "rate_limit_exceeded"
+      metadata: { openai_code: "rate_limit_exceeded" }
+    })
+    const unauthenticated = ErrorResponses.openai(new GatewayError.Unauthenticated({ message: "Invalid API key" }), "r")
+    assert.deepStrictEqual(json(unauthenticated).error, {
+      code: 401,
+      message: "Invalid API key",
+      type: "authentication_error",
+      param: null,
+      metadata: { openai_code: "invalid_api_key" }
     })
     const rejected = new GatewayError.UpstreamRejected({ message: "no", status: 422, errorType: "weird_error" })
     assert.strictEqual(json(ErrorResponses.openai(rejected, "r")).error.type, "invalid_request_error")
@@ -81,10 +96,10 @@ describe("ErrorResponses", () => {
     )
     assert.deepStrictEqual(json(ErrorResponses.methodNotAllowed("openai", "GET", "/v1/embeddings", "POST", "r")), {
       error: {
+        code: 405,
         message: "Method GET is not allowed on /v1/embeddings; allowed: POST",
         type: "invalid_request_error",
-        param: null,
-        code: null
+        param: null
       }
     })
   })

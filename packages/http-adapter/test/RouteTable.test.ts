@@ -172,7 +172,13 @@ describe("RouteTable", () => {
       })
       const openai = yield* send(request("GET", "/v1/chat/nothing"))
       assert.deepStrictEqual(openai.json, {
-        error: { message: "No route for GET /v1/chat/nothing", type: "not_found_error", param: null, code: null }
+        error: {
+          code: 404,
+          message: "No route for GET /v1/chat/nothing",
+          type: "not_found_error",
+          param: null,
+          metadata: { reason: "not_found", retryable: false }
+        }
       })
       for (const path of ["/v1/nothing", "/nothing", "/"]) {
         const generic = yield* send(request("GET", path))
@@ -201,7 +207,8 @@ describe("RouteTable", () => {
       const openai = yield* send(request("DELETE", "/v1/chat/completions/"))
       assert.strictEqual(openai.status, 405)
       assert.strictEqual(openai.headers.allow, "POST")
-      assert.deepStrictEqual(Object.keys(openai.json.error), ["message", "type", "param", "code"])
+      assert.deepStrictEqual(Object.keys(openai.json.error), ["code", "message", "type", "param"])
+      assert.strictEqual(openai.json.error.code, 405)
       const generic = yield* send(request("PUT", "/v1/batches/b1"))
       assert.strictEqual(generic.status, 405)
       assert.strictEqual(generic.headers.allow, "GET, DELETE")
@@ -242,7 +249,13 @@ describe("RouteTable", () => {
       assert.strictEqual(messages.json.type, "error")
       const openai = yield* send(request("POST", "/v1/chat/completions", { key: "mg-nobody", body: "{}" }))
       assert.deepStrictEqual(openai.json, {
-        error: { message: "Invalid API key", type: "authentication_error", param: null, code: "invalid_api_key" }
+        error: {
+          code: 401,
+          message: "Invalid API key",
+          type: "authentication_error",
+          param: null,
+          metadata: { openai_code: "invalid_api_key" }
+        }
       })
     }))
 

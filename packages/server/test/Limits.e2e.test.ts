@@ -112,7 +112,9 @@ describe("requests per minute", () => {
     expect(refused.status).toBe(429)
     expect(refused.headers.get("retry-after")).not.toBeNull()
     expect(refused.headers.get("x-ratelimit-remaining-requests")).toBe("0")
-    expect(await json(refused)).toMatchObject({ error: { type: "rate_limit_error", code: "rate_limit_exceeded" } })
+    expect(await json(refused)).toMatchObject({
+      error: { code: 429, type: "rate_limit_error", metadata: { openai_code: "rate_limit_exceeded" } }
+    })
   })
 
   it("a key without limits gets no limit headers", async () => {
@@ -178,7 +180,9 @@ describe("budget", () => {
       body: JSON.stringify({ model: "anthro/claude", max_tokens: 10, messages: [{ role: "user", content: "Hi" }] })
     })
     expect(openai.status).toBe(402)
-    expect(await json(openai)).toMatchObject({ error: { type: "insufficient_quota", code: "insufficient_quota" } })
+    expect(await json(openai)).toMatchObject({
+      error: { code: 402, type: "insufficient_quota", metadata: { openai_code: "insufficient_quota" } }
+    })
   })
 })
 

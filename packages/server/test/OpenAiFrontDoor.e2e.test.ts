@@ -5,6 +5,7 @@
  */
 import { UsageLog } from "@model-gateway/core"
 import { OpenRouter } from "@openrouter/sdk"
+import * as OpenRouterErrors from "@openrouter/sdk/models/errors"
 import { Effect } from "effect"
 import OpenAI from "openai"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
@@ -211,6 +212,101 @@ describe("@openrouter/sdk chat.send", () => {
       let text = ""
       for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? ""
       expect(text).toBe("Echo: stream router")
+    }
+  })
+
+  interface SdkChunk {
+    readonly id: string
+    readonly object: string
+    readonly created: number
+    readonly model: string
+    readonly choices: ReadonlyArray<{ readonly finishReason: string | null }>
+    readonly error?: { readonly code: number; readonly message: string }
+  }
+
+  // The error chunk is one of the stream's chunks: the SDK validates it like the others and delivers it.
+  it.each(
+    [
+      ["cut mid-answer", { kind: "cut", afterEvents: 3 }],
+      ["an in-band upstream error", { kind: "errorEvent", afterEvents: 3 }],
+      ["a stall", { kind: "stall", afterEvents: 3 }]
+    ] as const
+  )("delivers the error chunk of a stream failing after content (%s)", async (_name, fault) => {
+    h.openai.script(fault)
+    const openrouter = new OpenRouter({ serverURL: `${h.url}/v1`, apiKey: KEY, retryConfig: { strategy: "none" } })
+    const stream = await openrouter.chat.send({
+      chatRequest: { model: "acme/gpt", stream: true, messages: [{ role: "user", content: "one two three four five" }] }
+    }) as AsyncIterable<SdkChunk>
+    const chunks: Array<SdkChunk> = []
+    for await (const chunk of stream) chunks.push(chunk)
+    const last = chunks.at(-1)!
+    expect(chunks.length).toBeGreaterThan(1)
+    expect(last.choices[0].finishReason).toBe("error")
+    expect(last.error).toMatchObject({ code: expect.any(Number), message: expect.any(String) })
+    const identity = ({ created, id, model, object }: SdkChunk) => ({ id, object, created, model })
+    expect(chunks[0].model).toBe("acme/gpt")
+    for (const chunk of chunks) expect(identity(chunk)).toEqual(identity(chunks[0]))
+  })
+
+  it("the error chunk repeats the stream's id, object, created and model on the wire", async () => {
+    h.openai.script({ kind: "cut", afterEvents: 3 })
+    const raw = await fetch(`${h.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` },
+      body: JSON.stringify({ model: "acme/gpt", stream: true, messages: [{ role: "user", content: "one two three" }] })
+    })
+    const text = await raw.text()
+    expect(text.endsWith("data: [DONE]\n\n")).toBe(true)
+    const chunks = text.split("\n\n").filter((frame) => frame.startsWith("data: {")).map((frame) =>
+      JSON.parse(frame.slice("data: ".length))
+    )
+    const last = chunks.at(-1)
+    expect(last).toMatchObject({
+      choices: [{ index: 0, delta: {}, finish_reason: "error" }],
+      error: { code: expect.any(Number), message: expect.any(String), type: expect.any(String) }
+    })
+    const identity = ({ created, id, model, object }: Record<string, unknown>) => ({ id, object, created, model })
+    expect(identity(chunks[0])).toEqual({
+      id: expect.any(String),
+      object: "chat.completion.chunk",
+      created: expect.any(Number),
+      model: "acme/gpt"
+    })
+    for (const chunk of chunks) expect(identity(chunk)).toEqual(identity(chunks[0]))
+  })
+
+  it("answers errors with the body the SDK reads into its typed errors", async () => {
+    const openrouter = new OpenRouter({ serverURL: `${h.url}/v1`, apiKey: KEY, retryConfig: { strategy: "none" } })
+    const send = (model: string, client = openrouter) =>
+      client.chat.send({ chatRequest: { model, messages: [{ role: "user", content: "x" }] } })
+    const unknown = await send("nobody/nothing").catch((error: unknown) => error)
+    expect(unknown).toBeInstanceOf(OpenRouterErrors.NotFoundResponseError)
+    expect((unknown as OpenRouterErrors.NotFoundResponseError).error).toMatchObject({
+      code: 404,
+      message: expect.stringContaining("nobody/nothing")
+    })
+    const stranger = new OpenRouter({ serverURL: `${h.url}/v1`, apiKey: "wrong", retryConfig: { strategy: "none" } })
+    await expect(send("acme/gpt", stranger)).rejects.toBeInstanceOf(OpenRouterErrors.UnauthorizedResponseError)
+    const upstream = [
+      [400, OpenRouterErrors.BadRequestResponseError],
+      [500, OpenRouterErrors.InternalServerResponseError],
+      [529, OpenRouterErrors.ProviderOverloadedResponseError],
+      [429, OpenRouterErrors.TooManyRequestsResponseError]
+    ] as const
+    for (const [status, type] of upstream) {
+      h.openai.script({ kind: "status", status })
+      const error = await send("acme/gpt").catch((error: unknown) => error)
+      expect(error, String(status)).toBeInstanceOf(type)
+      expect((error as OpenRouterErrors.OpenRouterError).statusCode).toBe(status)
+    }
+    for (const [path, body] of [["/embeddings", { input: "x" }], ["/responses", { input: "x" }]] as const) {
+      const response = await fetch(`${h.url}/v1${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` },
+        body: JSON.stringify({ model: "nobody/nothing", ...body })
+      })
+      expect(response.status).toBe(404)
+      expect((await json(response)).error).toMatchObject({ code: 404, type: "not_found_error", param: null })
     }
   })
 })

@@ -30,6 +30,11 @@ export interface StreamState {
   /** The type of the in-band error frame sent, if any. */
   errorType: string | null
   failure: UpstreamError | undefined
+  /**
+   * The fields every frame of the stream repeats, as the dialect's frames noted them (a chat chunk's `id` and
+   * `created`): its in-band error frame must repeat them too.
+   */
+  identity?: JsonObject | undefined
 }
 
 /** What decorating a frame may read: the attempt that answers, and the charge so far. */
@@ -55,7 +60,7 @@ export interface FrameDialect<E> {
    */
   readonly frame: (event: E, context: FrameContext) => string
   /** An in-band error frame, for a failure after content or an end without the end event. */
-  readonly error: (error: GatewayError.GatewayError, requestId: string) => string
+  readonly error: (error: GatewayError.GatewayError, requestId: string, context: FrameContext) => string
   /** Written after the last event of a complete stream and after an in-band error (`data: [DONE]`, or nothing). */
   readonly trailer: string
   /** The message of the in-band error when the upstream ends without the end event. */

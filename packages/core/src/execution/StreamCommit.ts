@@ -94,7 +94,14 @@ const told = <A, E>(
   telling: Telling<E>,
   committed: Committed<E>
 ): Effect.Effect<ExecutionResult<A>> => {
-  const state: StreamState = { usage: {}, sawEnd: false, generated: 0, errorType: null, failure: undefined }
+  const state: StreamState = {
+    usage: {},
+    sawEnd: false,
+    generated: 0,
+    errorType: null,
+    failure: undefined,
+    identity: undefined
+  }
   const pull = framePull(telling, committed, state)
   const open = Effect.as(closeWithEnclosing(committed.scope), pull)
   const claim = Effect.succeed({ pull, release: Scope.close(committed.scope, Exit.void) })
@@ -213,7 +220,7 @@ const framePull = <E>(told: Telling<E>, committed: Committed<E>, state: StreamSt
   }
   const inBand = (error: GatewayError.GatewayError): ReadonlyArray<string> => {
     state.errorType = GatewayError.describe(error).type
-    const text = errorFrame(error, requestId)
+    const text = errorFrame(error, requestId, context)
     return [trailer === "" ? text : text + trailer]
   }
   /** The failure of the committed attempt after content: an in-band error frame, then the end. */

@@ -134,6 +134,28 @@ const chatFrame = (includeUsage: boolean) => (chunk: JsonObject, context: FrameC
   return `data: ${JSON.stringify(out)}\n\n`
 }
 
+/** The `id` and `created` of a stream's first chunk, which its other chunks repeat. */
+const identityOf = (chunk: JsonObject): JsonObject => ({ id: chunk.id, created: chunk.created })
+
+/**
+ * OpenRouter's error chunk: the stream's `id`, `object`, `created` and `model` like its other chunks (OpenRouter's SDK
+ * requires them of every chunk), `finish_reason: "error"` and the `error` (the openai SDK raises an APIError for it).
+ */
+const chatErrorFrame = (error: GatewayError.GatewayError, requestId: string, context: FrameContext): string => {
+  const identity = context.state.identity
+  return `data: ${
+    JSON.stringify({
+      id: typeof identity?.id === "string" ? identity.id : requestId,
+      object: "chat.completion.chunk",
+      created: typeof identity?.created === "number" ? identity.created : Math.floor(Date.now() / 1000),
+      model: context.attempt.model.id,
+      provider: context.attempt.endpoint.provider,
+      choices: [{ index: 0, delta: {}, finish_reason: "error" }],
+      error: errorBody(error)
+    })
+  }\n\n`
+}
+
 const chatFrames = (includeUsage: boolean): FrameDialect<JsonObject> => {
   const frame = chatFrame(includeUsage)
   return {
@@ -144,19 +166,12 @@ const chatFrames = (includeUsage: boolean): FrameDialect<JsonObject> => {
     isEnd: (chunk) => choiceOf(chunk)?.finish_reason != null,
     // A text chunk an adapter read as its template with other text is written from the template's frame.
     frame: (chunk, context) => {
-      context.state.generated += generatedIn(chunk)
+      const state = context.state
+      if (state.identity === undefined) state.identity = identityOf(chunk)
+      state.generated += generatedIn(chunk)
       return ChunkTemplate.frameWith(chunk, frame, context)
     },
-    // OpenRouter's form: the openai SDK raises an APIError for a chunk with `error`.
-    error: (error, requestId) =>
-      `data: ${
-        JSON.stringify({
-          id: requestId,
-          object: "chat.completion.chunk",
-          choices: [{ index: 0, delta: {}, finish_reason: "error" }],
-          error: errorBody(error)
-        })
-      }\n\n`,
+    error: chatErrorFrame,
     trailer: "data: [DONE]\n\n",
     unfinished: "upstream stream ended before a finish_reason"
   }
