@@ -27,6 +27,11 @@ export interface HttpProviderConfig {
   readonly timeouts?: Partial<Timeouts> | undefined
   /** OpenAI-compatible providers: the output-cap field their endpoints take by default (see `OpenAiUpstream`). */
   readonly maxTokensField?: "max_tokens" | "max_completion_tokens" | undefined
+  /**
+   * OpenAI-compatible providers: keep Anthropic `cache_control` markers when translating `/v1/messages` (default: on
+   * for openrouter.ai, off elsewhere; see `OpenAiUpstream`).
+   */
+  readonly cacheControl?: boolean | undefined
 }
 
 /** The local, offline speech engine (eSpeak NG in worker threads); see `LocalSpeech`. */

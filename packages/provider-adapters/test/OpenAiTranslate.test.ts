@@ -134,6 +134,113 @@ describe("toChatRequest", () => {
     })
   })
 
+  it("keeps cache_control on system, user, assistant and tool result text only when asked", () => {
+    const ephemeral = { type: "ephemeral" }
+    const hour = { type: "ephemeral", ttl: "1h" }
+    const body = base([
+      { role: "user", content: [{ type: "text", text: "rules" }, { type: "text", text: "long", cache_control: hour }] },
+      {
+        role: "assistant",
+        content: [
+          { type: "text", text: "ok", cache_control: ephemeral },
+          ...["t1", "t2", "t3"].map((id) => ({ type: "tool_use", id, name: "read", input: {} }))
+        ]
+      },
+      {
+        role: "user",
+        content: [
+          { type: "tool_result", tool_use_id: "t1", content: "file one", cache_control: ephemeral },
+          {
+            type: "tool_result",
+            tool_use_id: "t2",
+            is_error: true,
+            content: [{ type: "text", text: "a" }, { type: "text", text: "b", cache_control: ephemeral }]
+          },
+          {
+            type: "tool_result",
+            tool_use_id: "t3",
+            content: [{ type: "text", text: "c" }, { type: "text", text: "" }],
+            cache_control: hour
+          },
+          { type: "text", text: "next", cache_control: ephemeral }
+        ]
+      }
+    ], {
+      cache_control: ephemeral,
+      system: [{ type: "text", text: "sys", cache_control: ephemeral }, { type: "text", text: "more" }]
+    })
+
+    const off = request(body)
+    assert.notInclude(JSON.stringify(off), "cache_control")
+    assert.deepStrictEqual(off.messages, [
+      { role: "system", content: "sys\n\nmore" },
+      { role: "user", content: [{ type: "text", text: "rules" }, { type: "text", text: "long" }] },
+      {
+        role: "assistant",
+        content: "ok",
+        tool_calls: ["t1", "t2", "t3"].map((id) => ({
+          id,
+          type: "function",
+          function: { name: "read", arguments: "{}" }
+        }))
+      },
+      { role: "tool", tool_call_id: "t1", content: "file one" },
+      { role: "tool", tool_call_id: "t2", content: "Error: a\nb" },
+      { role: "tool", tool_call_id: "t3", content: "c\n" },
+      { role: "user", content: [{ type: "text", text: "next" }] }
+    ])
+
+    const on = request(body, { cacheControl: true })
+    // Automatic caching: OpenRouter's chat completions take the request's own marker at the top level.
+    assert.deepStrictEqual(on.cache_control, ephemeral)
+    assert.deepStrictEqual(on.messages, [
+      {
+        role: "system",
+        content: [{ type: "text", text: "sys", cache_control: ephemeral }, { type: "text", text: "more" }]
+      },
+      { role: "user", content: [{ type: "text", text: "rules" }, { type: "text", text: "long", cache_control: hour }] },
+      {
+        role: "assistant",
+        content: [{ type: "text", text: "ok", cache_control: ephemeral }],
+        tool_calls: ["t1", "t2", "t3"].map((id) => ({
+          id,
+          type: "function",
+          function: { name: "read", arguments: "{}" }
+        }))
+      },
+      { role: "tool", tool_call_id: "t1", content: [{ type: "text", text: "file one", cache_control: ephemeral }] },
+      {
+        role: "tool",
+        tool_call_id: "t2",
+        content: [{ type: "text", text: "Error: a" }, { type: "text", text: "b", cache_control: ephemeral }]
+      },
+      // The result's own marker goes on its last text part; Anthropic refuses one on an empty part.
+      { role: "tool", tool_call_id: "t3", content: [{ type: "text", text: "c", cache_control: hour }] },
+      { role: "user", content: [{ type: "text", text: "next", cache_control: ephemeral }] }
+    ])
+
+    // Without a marker, a tool result stays text and the system prompt joined, markers kept or not.
+    const plain = request(
+      base([{ role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: "x" }] }], {
+        system: [{ type: "text", text: "a" }, { type: "text", text: "b" }]
+      }),
+      { cacheControl: true }
+    )
+    assert.deepStrictEqual(plain.messages, [
+      { role: "system", content: "a\n\nb" },
+      { role: "tool", tool_call_id: "t1", content: "x" }
+    ])
+    assert.notProperty(plain, "cache_control")
+  })
+
+  it("keeps cache markers by default on OpenRouter only", () => {
+    assert.isTrue(OpenAiUpstream.defaultCacheControl("https://openrouter.ai/api/v1"))
+    assert.isFalse(OpenAiUpstream.defaultCacheControl("https://api.openai.com/v1"))
+    assert.isFalse(OpenAiUpstream.defaultCacheControl("http://127.0.0.1:8000/v1"))
+    assert.isFalse(OpenAiUpstream.defaultCacheControl("https://openrouter.ai.example.com/v1"))
+    assert.isFalse(OpenAiUpstream.defaultCacheControl("not a url"))
+  })
+
   it("keeps system messages sent among the others in their place (Claude Code's mid-conversation system)", () => {
     const out = request(
       base([

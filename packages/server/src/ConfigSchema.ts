@@ -99,7 +99,9 @@ const HttpProviderConfig = Schema.Struct({
   apiKey: Schema.optional(Schema.String),
   headers: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.String })),
   timeouts: Schema.optional(Timeouts),
-  maxTokensField: Schema.optional(MaxTokensField)
+  maxTokensField: Schema.optional(MaxTokensField),
+  /** `openai` providers: keep Anthropic `cache_control` markers when translating (default: on for openrouter.ai). */
+  cacheControl: Schema.optional(Schema.Boolean)
 })
 
 /** The local, offline speech engine: no URL, no key. */

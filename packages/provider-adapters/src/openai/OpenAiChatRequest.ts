@@ -20,7 +20,8 @@ export interface ChatRequestOptions {
   /** The upstream accepts `reasoning_effort`. */
   readonly supportsReasoning?: boolean | undefined
   /**
-   * Keep Anthropic `cache_control` markers on text parts (OpenRouter and some vLLM builds honour them).
+   * Keep Anthropic `cache_control` markers (OpenRouter and some vLLM builds honour them): on the text parts of system,
+   * user, assistant and tool messages, and the request's own (automatic caching) at the top level.
    * Off by default: strict OpenAI-schema servers reject unknown keys in content parts.
    */
   readonly cacheControl?: boolean | undefined
@@ -97,40 +98,65 @@ const documentParts = (block: JsonObject, options: ChatRequestOptions): Array<Js
     }
     case "content": {
       const content = source.content
-      if (typeof content === "string") return [{ type: "text", text: content }]
-      return (asArray(content) ?? []).flatMap((item) => {
-        const inner = asObject(item)
-        if (inner?.type === "text") return [textPart(inner, options)]
-        if (inner?.type === "image") return [imagePart(inner)]
-        return fail("unsupported", `document content block ${String(inner?.type)} cannot be sent upstream`)
-      })
+      if (typeof content === "string") return [withCacheControl({ type: "text", text: content }, block, options)]
+      return markLast(
+        (asArray(content) ?? []).flatMap((item) => {
+          const inner = asObject(item)
+          if (inner?.type === "text") return [textPart(inner, options)]
+          if (inner?.type === "image") return [imagePart(inner)]
+          return fail("unsupported", `document content block ${String(inner?.type)} cannot be sent upstream`)
+        }),
+        block,
+        options
+      )
     }
     default:
       return fail("unsupported", `document source type ${String(source.type)} cannot be sent upstream`)
   }
 }
 
-/** Text of a tool_result, and the images it carried (which a `tool` message cannot hold). */
-const toolResultContent = (block: JsonObject): { text: string; images: Array<JsonObject> } => {
+/**
+ * Puts a block's `cache_control` on the last of the text parts made from it (the same breakpoint: the end of the
+ * block), when markers are kept. Parts that end with something else keep no marker.
+ */
+const markLast = (parts: Array<JsonObject>, block: JsonObject, options: ChatRequestOptions): Array<JsonObject> => {
+  const last = parts.at(-1)
+  return last?.type === "text" ? [...parts.slice(0, -1), withCacheControl(last, block, options)] : parts
+}
+
+/**
+ * A tool_result's content for a `tool` message, and the images it carried (which a `tool` message cannot hold). Text,
+ * unless cache markers are kept and the result or one of its text blocks has one: then text parts, the result's own
+ * marker on the last.
+ */
+const toolResultContent = (
+  block: JsonObject,
+  options: ChatRequestOptions
+): { content: string | Array<JsonObject>; images: Array<JsonObject> } => {
   const content = block.content
   const images: Array<JsonObject> = []
-  let text: string
-  if (content === undefined || content === null) {
-    text = ""
-  } else if (typeof content === "string") {
-    text = content
-  } else {
-    const texts: Array<string> = []
+  const texts: Array<JsonObject> = []
+  if (typeof content === "string") {
+    texts.push({ type: "text", text: content })
+  } else if (content !== undefined && content !== null) {
     for (const item of asArray(content) ?? []) {
       const inner = asObject(item)
-      if (inner?.type === "text") texts.push(asString(inner.text) ?? "")
+      if (inner?.type === "text") texts.push(inner)
       else if (inner?.type === "image") images.push(imagePart(inner))
       else fail("unsupported", `tool_result content block ${String(inner?.type)} cannot be sent upstream`)
     }
-    text = texts.join("\n")
   }
-  if (block.is_error === true) text = text === "" ? "Error" : `Error: ${text}`
-  return { text, images }
+  const error = block.is_error === true
+  const marked = options.cacheControl === true &&
+    (block.cache_control !== undefined || texts.some((text) => text.cache_control !== undefined))
+  // Anthropic refuses a marker on an empty text block: empty parts go.
+  const parts = marked ? texts.filter((text) => asString(text.text)).map((text) => textPart(text, options)) : []
+  if (parts.length === 0) {
+    const text = texts.map((text) => asString(text.text) ?? "").join("\n")
+    return { content: error ? (text === "" ? "Error" : `Error: ${text}`) : text, images }
+  }
+  if (error) parts[0] = { ...parts[0], text: `Error: ${String(parts[0].text)}` }
+  return { content: markLast(parts, block, options), images }
 }
 
 const userMessages = (content: unknown, options: ChatRequestOptions): Array<JsonObject> => {
@@ -153,8 +179,8 @@ const userMessages = (content: unknown, options: ChatRequestOptions): Array<Json
         break
       case "tool_result": {
         const id = asString(block.tool_use_id) ?? fail("invalid_request", "tool_result without tool_use_id")
-        const { images, text } = toolResultContent(block)
-        toolMessages.push({ role: "tool", tool_call_id: id, content: text })
+        const { content, images } = toolResultContent(block, options)
+        toolMessages.push({ role: "tool", tool_call_id: id, content })
         if (images.length > 0) toolImages.push({ type: "text", text: `Images returned by tool call ${id}:` }, ...images)
         break
       }
@@ -166,16 +192,16 @@ const userMessages = (content: unknown, options: ChatRequestOptions): Array<Json
   return rest.length > 0 ? [...toolMessages, { role: "user", content: rest }] : toolMessages
 }
 
-const assistantMessage = (content: unknown): JsonObject => {
+const assistantMessage = (content: unknown, options: ChatRequestOptions): JsonObject => {
   if (typeof content === "string") return { role: "assistant", content }
   const blocks = asArray(content) ?? fail("invalid_request", "message content must be a string or an array")
-  const texts: Array<string> = []
+  const texts: Array<JsonObject> = []
   const toolCalls: Array<JsonObject> = []
   for (const item of blocks) {
     const block = asObject(item) ?? fail("invalid_request", "content block must be an object")
     switch (block.type) {
       case "text":
-        texts.push(asString(block.text) ?? "")
+        texts.push(block)
         break
       case "tool_use":
         toolCalls.push({
@@ -196,7 +222,11 @@ const assistantMessage = (content: unknown): JsonObject => {
   }
   const message: JsonObject = {
     role: "assistant",
-    content: texts.length > 0 || toolCalls.length === 0 ? texts.join("") : null
+    content: options.cacheControl === true && texts.some((text) => text.cache_control !== undefined)
+      ? texts.map((text) => textPart(text, options))
+      : texts.length > 0 || toolCalls.length === 0
+      ? texts.map((text) => asString(text.text) ?? "").join("")
+      : null
   }
   if (toolCalls.length > 0) message.tool_calls = toolCalls
   return message
@@ -263,7 +293,7 @@ export const toChatRequest = (
     for (const item of asArray(body.messages) ?? fail("invalid_request", "messages must be an array")) {
       const message = asObject(item) ?? fail("invalid_request", "message must be an object")
       if (message.role === "user") messages.push(...userMessages(message.content, options))
-      else if (message.role === "assistant") messages.push(assistantMessage(message.content))
+      else if (message.role === "assistant") messages.push(assistantMessage(message.content, options))
       else if (message.role === "system") {
         // Claude Code puts system messages among the others; chat completions take them anywhere.
         const inline = systemMessage(message.content, options)
@@ -272,6 +302,8 @@ export const toChatRequest = (
     }
 
     const out: JsonObject = { model: options.upstreamModel, messages }
+    // Automatic caching (a marker for the whole request): OpenRouter's chat completions take it as Anthropic does.
+    if (options.cacheControl === true && body.cache_control !== undefined) out.cache_control = body.cache_control
     if (body.max_tokens !== undefined) out[options.maxTokensField ?? "max_tokens"] = body.max_tokens
     if (body.temperature !== undefined) out.temperature = body.temperature
     if (body.top_p !== undefined) out.top_p = body.top_p

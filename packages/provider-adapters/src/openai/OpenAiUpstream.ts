@@ -28,6 +28,21 @@ export interface OpenAiOptions {
    * api.openai.com (its reasoning models refuse `max_tokens`), `max_tokens` elsewhere (vLLM, Ollama, llama.cpp, ...).
    */
   readonly maxTokensField?: "max_tokens" | "max_completion_tokens" | undefined
+  /**
+   * Keep the Anthropic `cache_control` markers of a `/v1/messages` request in its translation (see
+   * `ChatRequestOptions.cacheControl`): on for OpenRouter, which honours them, off elsewhere (strict OpenAI-schema
+   * servers refuse unknown keys in content parts).
+   */
+  readonly cacheControl?: boolean | undefined
+}
+
+/** Whether a provider keeps cache markers by default: on openrouter.ai only. */
+export const defaultCacheControl = (baseUrl: string): boolean => {
+  try {
+    return new URL(baseUrl).hostname === "openrouter.ai"
+  } catch {
+    return false
+  }
 }
 
 /** The output-cap field a provider takes by default. */
@@ -99,10 +114,12 @@ export const make = (options: OpenAiOptions): Effect.Effect<Upstream.UpstreamSer
     const streamHeaders = { ...headers, accept: "text/event-stream" }
 
     const maxTokensField = options.maxTokensField ?? defaultMaxTokensField(options.baseUrl)
+    const cacheControl = options.cacheControl ?? defaultCacheControl(options.baseUrl)
     const translate = (call: Upstream.MessagesCall, stream: boolean) =>
       OpenAiTranslate.toChatRequest(call.body, {
         upstreamModel: call.endpoint.upstreamModel,
         stream,
+        cacheControl,
         maxTokensField: call.endpoint.maxTokensField ?? maxTokensField,
         supportsDocuments: call.endpoint.inputModalities?.includes("file") ?? false,
         supportsReasoning: call.endpoint.supportedParameters?.some((p) =>
