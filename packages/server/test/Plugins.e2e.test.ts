@@ -578,7 +578,7 @@ describe("fusion", () => {
     expect(body.usage.cost).toBeCloseTo(costs["anthro/premium"] + costs["anthro/mid"], 12)
   })
 
-  it("uses the configured default panel, and answers 400 when there is none", async () => {
+  it("uses the configured default panel, else the built-in one: the catalogue's first three text models", async () => {
     const withPanel = await ask(full, {
       model: "anthro/cheap",
       messages: user("Which is better, tea or coffee?"),
@@ -587,13 +587,17 @@ describe("fusion", () => {
     expect(withPanel.status).toBe(200)
     expect(withPanel.body.model).toBe("anthro/cheap")
     expect(upstreamModels().sort()).toEqual(["claude-cheap", "claude-premium"])
-    const without = await ask(bare, {
-      model: "anthro/cheap",
+    anthropic.reset()
+    openai.reset()
+    const builtIn = await ask(bare, {
+      model: "anthro/mid",
       messages: user("Which is better, tea or coffee?"),
       plugins: [{ id: "fusion", preset: "general-budget" }]
     })
-    expect(without.status).toBe(400)
-    expect(without.body.error.message).toBe("fusion: no analysis_models given and no default panel is configured")
+    expect(builtIn.status).toBe(200)
+    expect(builtIn.body.model).toBe("anthro/mid")
+    // the panel (anthro/cheap, acme/gpt, anthro/mid), then the synthesis by the requested model
+    expect(upstreamModels().sort()).toEqual(["claude-cheap", "claude-mid", "claude-mid", "gpt-fake-1"])
   })
 })
 

@@ -4,6 +4,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import type { CatalogueSnapshot } from "../catalogue/Catalogue.js"
 import * as GatewayError from "../errors/GatewayError.js"
 import * as Admission from "../execution/Admission.js"
 import * as Quotas from "../limits/Quotas.js"
@@ -18,11 +19,33 @@ import type { Plugins } from "./RequestPlugins.js"
 
 type FusionPlugin = NonNullable<Plugins["fusion"]>
 
-/** The analysis models: the plugin's, its preset's, or the configured default panel. */
-export const panelOf = (plugin: FusionPlugin, options: MessagesOptions): ReadonlyArray<string> | undefined =>
+/** How many models the built-in panel has (spec 2.1.3: "a built-in panel of three models"). */
+export const BUILT_IN_PANEL_SIZE = 3
+
+/**
+ * The built-in panel, when neither the request nor the configuration names one: the catalogue's first three models
+ * that answer in text, in configuration order (a self-hosted gateway has no fixed models of its own to name).
+ */
+export const builtInPanel = (models: CatalogueSnapshot["models"]): ReadonlyArray<string> => {
+  const panel: Array<string> = []
+  for (const [id, model] of models) {
+    if (model.outputModalities !== undefined && !model.outputModalities.includes("text")) continue
+    panel.push(id)
+    if (panel.length === BUILT_IN_PANEL_SIZE) break
+  }
+  return panel
+}
+
+/** The analysis models: the plugin's, its preset's, the configured default panel, or the built-in one. */
+export const panelOf = (
+  plugin: FusionPlugin,
+  options: MessagesOptions,
+  models: CatalogueSnapshot["models"]
+): ReadonlyArray<string> =>
   plugin.analysis_models ??
     (plugin.preset === undefined ? undefined : options.fusion?.presets?.[plugin.preset]) ??
-    options.fusion?.panel
+    options.fusion?.panel ??
+    builtInPanel(models)
 
 /**
  * What a fusion request asks of the limits: every model's (the panel's and the synthesis's) prompt, output cap and
@@ -53,10 +76,10 @@ export const fusion = (
   run: Run,
   plugin: FusionPlugin
 ): Effect.Effect<ExecutionResult, GatewayError.GatewayError> => {
-  const panel = panelOf(plugin, ports.options)
-  if (panel === undefined || panel.length === 0) {
+  const panel = panelOf(plugin, ports.options, run.snapshot.models)
+  if (panel.length === 0) {
     const error = new GatewayError.InvalidRequest({
-      message: "fusion: no analysis_models given and no default panel is configured",
+      message: "fusion: no analysis_models given, and the catalogue has no model that answers in text",
       param: "plugins"
     })
     return UsageAccounting.failed(ports.usageLog, run, error, 0)

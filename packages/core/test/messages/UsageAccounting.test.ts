@@ -86,9 +86,9 @@ describe("usage records of requests refused before any upstream", () => {
       assert.deepInclude(record, { ...refusal(403, "permission_error", "a"), sessionId: "s" })
     }))
 
-  it.effect("a plugin that cannot run (400): moderation without a provider, fusion without a panel", () =>
+  it.effect("a plugin that cannot run (400): moderation without a provider, web without a search port", () =>
     Effect.gen(function*() {
-      for (const id of ["moderation", "fusion", "web"]) {
+      for (const id of ["moderation", "web"]) {
         const { record } = yield* refused({ model: "a", max_tokens: 16, messages: ask("x"), plugins: [{ id }] })
         assert.deepInclude(record, refusal(400, "invalid_request_error", "a"))
       }
