@@ -144,6 +144,20 @@ describe("usage and cost", () => {
     expect(delta.data.usage.output_tokens).toBe(3)
     expect(delta.data.usage.cost).toBe(0.000105)
   })
+
+  it("an OpenAI upstream's stream: message_start shows the prompt as estimated, never 0; message_delta the counts told", async () => {
+    h.openai.setReply(() => ({ text: "a b c", usage: { input: 20, output: 3, cacheRead: 1000 } }))
+    const request = { model: "acme/gpt", stream: true, ...hello }
+    const events = await readEvents(await post(h, request))
+    const start = events[0].data.message.usage
+    // the estimate the gateway bills a stream cut before its usage came: a token per four bytes of the body
+    expect(start.input_tokens).toBe(Math.ceil(JSON.stringify(request).length / 4))
+    expect(start.cost).toBeGreaterThan(0)
+    const delta = events.find((e) => e.event === "message_delta")!
+    expect(delta.data.usage).toMatchObject({ input_tokens: 20, cache_read_input_tokens: 1000, output_tokens: 3 })
+    // 20 × 0.000001 + 1000 × 0.000001 + 3 × 0.000002
+    expect(delta.data.usage.cost).toBe(0.001026)
+  })
 })
 
 describe("capabilities", () => {

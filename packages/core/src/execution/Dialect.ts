@@ -43,6 +43,11 @@ export interface FrameContext {
   readonly state: StreamState
   /** The charge of the usage seen so far (with earlier sub-requests'). */
   readonly charge: () => Charge
+  /**
+   * What the stream would be billed if it ended whole now: the usage seen so far when the upstream told some, else
+   * estimated (see `UntoldUsage`: the prompt from the request's size, the output from the content so far).
+   */
+  readonly billed: () => Charge
   /** The pipeline so far, when the client asked for service metadata; undefined otherwise. */
   readonly pipeline: ReadonlyArray<unknown> | undefined
   readonly requestId: string

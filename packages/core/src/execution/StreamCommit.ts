@@ -199,6 +199,13 @@ const tellingOf = <A, E>({ dialect, run }: Planned<A, E>): Telling<E> => ({
 const chargeOf = <E>(told: Telling<E>, attempt: Attempt, state: StreamState) =>
   Charging.charge(attempt.endpoint.pricing, told.streamUsage(state.usage), told.run.extra, told.run.context.priceFactor)
 
+/** As `recordCommitted` would bill the stream, were it whole now. */
+const billedOf = <E>(told: Telling<E>, attempt: Attempt, state: StreamState) => {
+  const { run } = told
+  const usage = UntoldUsage.billedUsage(told.streamUsage(state.usage), true, state.generated, run.context.bodyBytes)
+  return Charging.charge(attempt.endpoint.pricing, usage, run.extra, run.context.priceFactor)
+}
+
 /**
  * The frames as a plain loop of pulls: the held events first, then each upstream chunk decorated as it comes, then
  * the end check. No Stream stages in between: each would cost every chunk a channel's machinery.
@@ -211,6 +218,7 @@ const framePull = <E>(told: Telling<E>, committed: Committed<E>, state: StreamSt
     attempt: committed.attempt,
     state,
     charge: () => chargeOf(told, committed.attempt, state),
+    billed: () => billedOf(told, committed.attempt, state),
     pipeline: run.context.metadata ? run.steps : undefined,
     requestId
   }

@@ -106,7 +106,9 @@ const decorated = (extra: Charge | undefined, context: FrameContext, event: Stre
     case "message_start": {
       const message = (event.message ?? {}) as JsonObject
       context.state.usage = { ...(message.usage as JsonObject | undefined) }
-      const sum = context.charge()
+      // An upstream that tells its usage only at the end (chat completions) gave none here: the prompt is shown as
+      // estimated, as it would be billed, rather than as 0 (the real counts follow in `message_delta`).
+      const sum = context.billed()
       const out: JsonObject = Object.assign({}, message, {
         model: context.attempt.model.id,
         provider: context.attempt.endpoint.provider,
@@ -146,7 +148,7 @@ const deltaUsage = (extra: Charge | undefined, context: FrameContext, delta: Jso
       }
     }
   }
-  const sum = context.charge()
+  const sum = context.billed()
   const shown: JsonObject = Object.assign({}, delta, { output_tokens: sum.usage.output, cost: Number(sum.cost) })
   if (extra !== undefined) {
     if (typeof delta?.input_tokens === "number") {

@@ -15,6 +15,7 @@ const context = (): FrameContext => ({
   attempt: { model: { id: "acme/gpt" }, endpoint: { provider: "acme" } } as unknown as Attempt,
   state: { usage: undefined } as unknown as FrameContext["state"],
   charge: () => ({ cost: "0.001" }) as unknown as ReturnType<FrameContext["charge"]>,
+  billed: () => ({ cost: "0.001" }) as unknown as ReturnType<FrameContext["billed"]>,
   pipeline: undefined,
   requestId: "req_1"
 })

@@ -13,6 +13,7 @@ const contextOf = (state: StreamState): FrameContext => ({
   attempt: { model: { id: "acme/gpt" }, endpoint: { provider: "acme" } } as unknown as Attempt,
   state,
   charge: () => ({ usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, cost: "0" }),
+  billed: () => ({ usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, cost: "0" }),
   pipeline: undefined,
   requestId: "req_1"
 })
