@@ -86,6 +86,14 @@ export const jsonBodyOf = (
       })
     )
   }
+  const encoding = header(request.headers, "content-encoding")?.trim().toLowerCase()
+  if (encoding !== undefined && encoding !== "" && encoding !== "identity") {
+    return Either.left(
+      new GatewayError.InvalidRequest({
+        message: `Content-Encoding ${encoding} is not supported: send the request body uncompressed`
+      })
+    )
+  }
   try {
     if (bytes.byteLength >= PIECES_FROM) {
       const parsed = inPieces(bytes)

@@ -6,6 +6,7 @@ import Anthropic from "@anthropic-ai/sdk"
 import { UsageLog } from "@model-gateway/core"
 import AnthropicV0 from "anthropic-sdk-v0"
 import { Effect } from "effect"
+import { gzipSync } from "node:zlib"
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import type { Harness } from "./harness.js"
 import { json, KEY, post, readEvents, startHarness, TEAM_KEY } from "./harness.js"
@@ -465,6 +466,20 @@ describe("request errors", () => {
     const wrongType = await post(h, "{}", { "content-type": "text/plain" })
     expect(wrongType.status).toBe(400)
     expect((await json(wrongType)).error.message).toContain("Content-Type")
+  })
+
+  it("refuses a compressed body with 400 naming its encoding, not as malformed JSON; identity is plain", async () => {
+    const body = JSON.stringify({ model: "anthro/claude", max_tokens: 5, messages: [{ role: "user", content: "x" }] })
+    const compressed = await fetch(`${h.url}/v1/messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "content-encoding": "gzip", authorization: `Bearer ${KEY}` },
+      body: gzipSync(body)
+    })
+    expect(compressed.status).toBe(400)
+    expect((await json(compressed)).error.message).toBe(
+      "Content-Encoding gzip is not supported: send the request body uncompressed"
+    )
+    expect((await post(h, body, { "content-encoding": "identity" })).status).toBe(200)
   })
 
   it("answers 404 not_found_error for an unknown model", async () => {
