@@ -648,12 +648,18 @@ describe("toChatCompletion", () => {
           { id: "toolu_01A", type: "function", function: { name: "get_weather", arguments: "{\"city\":\"Paris\"}" } },
           { id: "toolu_01B", type: "function", function: { name: "get_time", arguments: "{}" } }
         ],
-        reasoning: "Two cities, two calls."
+        reasoning: "Two cities, two calls.",
+        reasoning_details: [
+          { type: "reasoning.text", text: "Two cities, ", signature: "sig", format: "anthropic-claude-v1", index: 0 },
+          { type: "reasoning.encrypted", data: "xxx", format: "anthropic-claude-v1", index: 1 },
+          { type: "reasoning.text", text: "two calls.", signature: "sig", format: "anthropic-claude-v1", index: 2 }
+        ]
       },
       finish_reason: "tool_calls",
       logprobs: null
     })
     assert.notProperty(choiceOf(completion(msg, { includeReasoning: false })).message, "reasoning")
+    assert.notProperty(choiceOf(completion(msg, { includeReasoning: false })).message, "reasoning_details")
     assert.notProperty(choiceOf(completion(message([{ type: "text", text: "x" }]))).message, "reasoning")
   })
 
@@ -970,9 +976,10 @@ const sdkFinalCompletion = async (chunks: ReadonlyArray<Json>): Promise<Json> =>
 }
 
 /** The SDK's completion without what it adds itself (`parsed`) nor `reasoning`, which it does not accumulate. */
+/** A completion less what a stream does not carry whole: the reasoning (in pieces), its signed details (not sent). */
 const comparable = (json: Json): Json => {
   const choice = choiceOf(json)
-  const { parsed: _parsed, reasoning: _reasoning, ...message } = choice.message as Json
+  const { parsed: _parsed, reasoning: _reasoning, reasoning_details: _details, ...message } = choice.message as Json
   return { ...json, choices: [{ ...choice, message }] }
 }
 
@@ -1033,5 +1040,64 @@ describe("with the openai SDK", () => {
       ])
       assert.strictEqual(choiceOf(final).finish_reason, "tool_calls")
     }
+  })
+})
+
+describe("thinking in a chat tool loop over an Anthropic upstream", () => {
+  const signed = [
+    { type: "thinking", thinking: "look it up", signature: "sig-1" },
+    { type: "redacted_thinking", data: "opaque" },
+    { type: "tool_use", id: "toolu_1", name: "f", input: { q: 1 } }
+  ]
+
+  it("answers the signed thinking blocks as OpenRouter's reasoning_details, and takes them back first in the turn", () => {
+    const answer = choiceOf(completion(message(signed, { stop_reason: "tool_use" }))).message as Json
+    assert.strictEqual(answer.reasoning, "look it up")
+    assert.deepStrictEqual(answer.reasoning_details, [
+      { type: "reasoning.text", text: "look it up", signature: "sig-1", format: "anthropic-claude-v1", index: 0 },
+      { type: "reasoning.encrypted", data: "opaque", format: "anthropic-claude-v1", index: 1 }
+    ])
+    // the client hands the assistant message back as it got it, then the tool's result
+    const next = request(chat([...hi, answer, { role: "tool", tool_call_id: "toolu_1", content: "42" }], {
+      tools,
+      reasoning_effort: "low",
+      max_tokens: 8000
+    }))
+    assert.deepStrictEqual((next.messages as Array<Json>)[1], {
+      role: "assistant",
+      content: [
+        { type: "thinking", thinking: "look it up", signature: "sig-1" },
+        { type: "redacted_thinking", data: "opaque" },
+        { type: "tool_use", id: "toolu_1", name: "f", input: { q: 1 } }
+      ]
+    })
+    assert.deepStrictEqual(next.thinking, { type: "enabled", budget_tokens: 1024 })
+  })
+
+  it("leaves thinking off when the last tool turn came back without its thinking, which Anthropic would refuse", () => {
+    const toolTurn = {
+      role: "assistant",
+      content: null,
+      reasoning: "look it up",
+      tool_calls: [{ id: "toolu_1", type: "function", function: { name: "f", arguments: "{\"q\":1}" } }]
+    }
+    const withoutDetails = chat([...hi, toolTurn, { role: "tool", tool_call_id: "toolu_1", content: "42" }], {
+      tools,
+      reasoning_effort: "low",
+      max_tokens: 8000
+    })
+    assert.isUndefined(request(withoutDetails).thinking)
+    // unsigned details (another provider's reasoning) are not thinking blocks Anthropic would take
+    const unsigned = { ...toolTurn, reasoning_details: [{ type: "reasoning.text", text: "look it up" }] }
+    const next = request(chat([...hi, unsigned, { role: "tool", tool_call_id: "toolu_1", content: "42" }], {
+      tools,
+      reasoning_effort: "low",
+      max_tokens: 8000
+    }))
+    assert.isUndefined(next.thinking)
+    assert.strictEqual(((next.messages as Array<Json>)[1].content as Array<Json>)[0]!.type, "tool_use")
+    // a conversation whose last assistant turn used no tool keeps thinking on
+    const plain = chat([...hi, { role: "assistant", content: "hello" }, ...hi], { reasoning_effort: "low" })
+    assert.deepStrictEqual(request(plain).thinking, { type: "enabled", budget_tokens: 1024 })
   })
 })

@@ -69,16 +69,41 @@ export interface ChatCompletionOptions {
   readonly includeReasoning?: boolean | undefined
 }
 
+/** OpenRouter's `format` of reasoning details that are Anthropic thinking blocks. */
+export const ANTHROPIC_REASONING_FORMAT = "anthropic-claude-v1"
+
+/**
+ * A thinking or redacted thinking block as OpenRouter's `reasoning_details` entry: the form in which a chat client
+ * hands the signed block back with the assistant turn (`ChatRequest` makes the block again), as Anthropic requires of
+ * a tool loop's turn when thinking is on.
+ */
+const reasoningDetail = (block: JsonObject, index: number): JsonObject | undefined =>
+  block.type === "thinking"
+    ? {
+      type: "reasoning.text",
+      text: asString(block.thinking) ?? "",
+      signature: asString(block.signature) ?? null,
+      format: ANTHROPIC_REASONING_FORMAT,
+      index
+    }
+    : block.type === "redacted_thinking"
+    ? { type: "reasoning.encrypted", data: asString(block.data) ?? "", format: ANTHROPIC_REASONING_FORMAT, index }
+    : undefined
+
 /**
  * Translates an Anthropic message into a `chat.completion`: text blocks joined as `content` (null without text),
- * `tool_use` blocks as `tool_calls` (ids kept, `arguments` the JSON of `input`), thinking joined as `reasoning`.
- * Redacted thinking, server tool blocks and citations have no chat completions form and are left out.
+ * `tool_use` blocks as `tool_calls` (ids kept, `arguments` the JSON of `input`), thinking joined as `reasoning`, and
+ * the thinking blocks, signed, as OpenRouter's `reasoning_details` (redacted thinking too). Server tool blocks and
+ * citations have no chat completions form and are left out.
  */
 export const toChatCompletion = (message: Wire.Message, options: ChatCompletionOptions): JsonObject => {
   const texts: Array<string> = []
   const thinking: Array<string> = []
+  const details: Array<JsonObject> = []
   const toolCalls: Array<JsonObject> = []
   for (const block of message.content) {
+    const detail = reasoningDetail(block, details.length)
+    if (detail !== undefined) details.push(detail)
     if (block.type === "text") texts.push(asString(block.text) ?? "")
     else if (block.type === "thinking") thinking.push(asString(block.thinking) ?? "")
     else if (block.type === "tool_use") {
@@ -92,6 +117,7 @@ export const toChatCompletion = (message: Wire.Message, options: ChatCompletionO
   const answer: JsonObject = { role: "assistant", content: texts.length > 0 ? texts.join("") : null, refusal: null }
   if (toolCalls.length > 0) answer.tool_calls = toolCalls
   if (thinking.length > 0 && options.includeReasoning !== false) answer.reasoning = thinking.join("")
+  if (details.length > 0 && options.includeReasoning !== false) answer.reasoning_details = details
   return {
     id: `chatcmpl-${message.id}`,
     object: "chat.completion",

@@ -227,7 +227,11 @@ const conversation = (messages: unknown): Conversation => {
       case "assistant": {
         if (!isAbsent(message.function_call)) unsupported("the legacy function_call (use tool_calls)")
         const calls = arrayField(message.tool_calls, "assistant tool_calls")
-        addTurn(turns, "assistant", [...contentBlocks("assistant", message.content), ...calls.map(toolUseBlock)])
+        addTurn(turns, "assistant", [
+          ...thinkingBlocks(message.reasoning_details),
+          ...contentBlocks("assistant", message.content),
+          ...calls.map(toolUseBlock)
+        ])
         break
       }
       case "tool":
@@ -241,6 +245,43 @@ const conversation = (messages: unknown): Conversation => {
   }
   if (turns.length === 0) fail("invalid_request", "messages must hold at least one user or assistant message")
   return { system, turns }
+}
+
+/**
+ * The thinking blocks an assistant message hands back as OpenRouter's `reasoning_details` (see `ChatAnswer`): a signed
+ * `reasoning.text` as `thinking`, a `reasoning.encrypted` as `redacted_thinking`. Entries of another format, or a text
+ * without its signature (Anthropic refuses a thinking block it did not sign), are left out.
+ */
+const thinkingBlocks = (details: unknown): Array<JsonObject> => {
+  const blocks: Array<JsonObject> = []
+  for (const item of Array.isArray(details) ? details : []) {
+    const detail = asObject(item)
+    if (detail === undefined || (!isAbsent(detail.format) && detail.format !== "anthropic-claude-v1")) continue
+    const signature = asString(detail.signature)
+    const data = asString(detail.data)
+    if (detail.type === "reasoning.text" && signature) {
+      blocks.push({ type: "thinking", thinking: asString(detail.text) ?? "", signature })
+    } else if (detail.type === "reasoning.encrypted" && data) {
+      blocks.push({ type: "redacted_thinking", data })
+    }
+  }
+  return blocks
+}
+
+/**
+ * Whether the conversation's last assistant turn used a tool without the thinking that came with it (a chat client
+ * that did not hand back `reasoning_details`). With thinking on, Anthropic refuses such a turn ("Expected `thinking`
+ * or `redacted_thinking`, but found `tool_use`"): thinking is left off for the request instead.
+ */
+const toolTurnWithoutThinking = (turns: ReadonlyArray<Turn>): boolean => {
+  for (let i = turns.length - 1; i >= 0; i--) {
+    const turn = turns[i]!
+    if (turn.role !== "assistant") continue
+    const first = turn.content[0]?.type
+    return turn.content.some((block) => block.type === "tool_use") && first !== "thinking" &&
+      first !== "redacted_thinking"
+  }
+  return false
 }
 
 /** A single plain text block is sent as a string, as most clients write it. */
@@ -358,7 +399,9 @@ const refuseUnsupported = (chat: JsonObject): void => {
  * `reasoning_effort` (none/minimal: off, low 1024, medium 4096, high 16384, xhigh 32768 tokens) or OpenRouter's
  * `reasoning` (`max_tokens`, at least 1024, else `effort`, else medium when `enabled`), kept below `max_tokens` and
  * left off when that leaves under 1024 tokens or `tool_choice` forces a tool (Anthropic refuses both); with thinking,
- * `temperature`, `top_k` and a `top_p` under 0.95 are dropped. Without thinking, `temperature` is capped at 1
+ * `temperature`, `top_k` and a `top_p` under 0.95 are dropped. An assistant message's `reasoning_details` (OpenRouter's
+ * form, signed, as `ChatAnswer` gives them) become its thinking blocks again; when the last assistant turn used a tool
+ * without them, thinking is left off (Anthropic refuses such a turn with thinking on). Without thinking, `temperature` is capped at 1
  * (Anthropic's range) and `top_p` is dropped when `temperature` is given (recent Claude models refuse both).
  * `response_format: {type: "json_object"}` has no Anthropic equivalent: it becomes the system instruction
  * `JSON_OBJECT_INSTRUCTION`, appended last. `cache_control` on content parts is kept.
@@ -394,7 +437,7 @@ export const toMessagesRequest = (
     const requested = requestedBudget(chat)
     const budget = requested === undefined ? undefined : Math.min(requested, maxTokens - 1)
     const forced = choice?.type === "any" || choice?.type === "tool"
-    const thinking = budget !== undefined && budget >= MIN_THINKING_BUDGET && !forced
+    const thinking = budget !== undefined && budget >= MIN_THINKING_BUDGET && !forced && !toolTurnWithoutThinking(turns)
     if (thinking) out.thinking = { type: "enabled", budget_tokens: budget }
 
     const temperature = numberField(chat, "temperature")
