@@ -125,6 +125,23 @@ describe("EventStream.openEventStream", () => {
       expect(values).toEqual(["caf\u00e9 \u{1F600}", "second"])
     }))
 
+  it.effect("lines ended by a bare CR (as SSE allows): every event, the last one too when the body ends on its CR", () =>
+    Effect.gen(function*() {
+      const upstream = yield* Effect.promise(() =>
+        serve(async (res) => {
+          res.write("data: first\r\r")
+          await pause(20)
+          // the body's last byte is the CR that ends the last event: only the body's end says no LF follows
+          res.end("event: message_stop\rdata: last\r\r")
+        })
+      )
+      const values = yield* readAll(upstream.url)
+      expect(values).toEqual(["first", "last"])
+      // an event the body's end cut before its blank line is not sent, CR or not
+      const cut = yield* Effect.promise(() => serve(async (res) => res.end("data: first\r\rdata: cut\r")))
+      expect(yield* readAll(cut.url)).toEqual(["first"])
+    }))
+
   it.effect("a byte order mark alone in the first read, then an event: the event's name is read as such", () =>
     Effect.gen(function*() {
       const upstream = yield* Effect.promise(() =>

@@ -28,6 +28,9 @@ export interface EventDecoder<A> {
   readonly end: (out: Array<A>) => void
 }
 
+/** A carriage return: SSE lets it end a line alone. */
+const CR = 0x0d
+
 /** Bytes read ahead of the puller before the socket is paused: a `Readable`'s default high-water mark. */
 const HIGH_WATER_MARK = 64 * 1024
 
@@ -61,6 +64,8 @@ class EventStreamHandler<A> implements HttpClient.Handler {
   /** UTF-8 across reads; `StringDecoder` rather than `TextDecoder`, which costs some 2.5x as much per read. */
   private readonly decoder = new StringDecoder("utf8")
   private started = false
+  /** The text fed so far ends with a CR: the parser holds its line until it knows whether a LF follows. */
+  private endsWithCR = false
   /** Decoded values not yet pulled. */
   private out: Array<A> = []
   /** Delivered after `out`: the end of the stream, its failure, or a defect. */
@@ -116,6 +121,7 @@ class EventStreamHandler<A> implements HttpClient.Handler {
   /** The text of one read; a byte order mark opening the body is dropped, as `TextDecoder` would. */
   private textOf(chunk: Buffer): string {
     const text = this.decoder.write(chunk)
+    if (text.length > 0) this.endsWithCR = text.charCodeAt(text.length - 1) === CR
     if (this.started || text.length === 0) return text
     this.started = true
     return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text
@@ -309,7 +315,13 @@ class EventStreamHandler<A> implements HttpClient.Handler {
       )
       this.errorChunks = []
     } else if (!this.stopped) {
-      this.parser.feed(this.decoder.end())
+      const rest = this.decoder.end()
+      if (rest.length > 0) this.endsWithCR = rest.charCodeAt(rest.length - 1) === CR
+      this.parser.feed(rest)
+      // A body whose last byte is a CR (SSE's bare CR line ends): the parser holds that line until it knows whether a
+      // LF follows, and only the body's end says none will. A LF makes the CR end its line, as it did: an event whose
+      // blank line that was is sent, and an event without one still is not.
+      if (this.endsWithCR && !this.stopped) this.parser.feed("\n")
       if (!this.stopped) {
         try {
           this.decode.end(this.out)
