@@ -12,6 +12,8 @@ let h: Harness
 
 const BATCH_BODY_LIMIT = 64_000
 const MAX_REQUESTS = 40
+/** A key of its own workspace, limited to 3 requests a minute. */
+const RATE_KEY = "mg-test-batch-rate"
 
 beforeAll(async () => {
   h = await startHarness({
@@ -147,6 +149,36 @@ describe("a batch from submission to results", () => {
       error: { type: "invalid_request_error" }
     })
     expect(done.results[0].error).toHaveProperty("param")
+  })
+})
+
+describe("the submitting key's limits", () => {
+  it("hold for its batch's requests as for its live ones: past its 3 requests a minute, the rest are refused", async () => {
+    // a gateway of its own, whose worker does not retry: a refusal is the request's result at once
+    const limited = await startHarness({
+      batches: { ...FAST_WORKER, maxRetries: 0 },
+      keys: [{ key: RATE_KEY, workspace: "batch-rate", limits: { requestsPerMinute: 3 } }]
+    })
+    try {
+      const created = await submit(
+        limited,
+        { endpoint: "/v1/chat/completions", model: "acme/gpt", requests: chatRequests(6) },
+        {},
+        RATE_KEY
+      )
+      expect(created.status).toBe(202)
+      const done = await waitFor(limited, created.json.id, ["completed", "failed"], 15_000, RATE_KEY)
+      expect(done.request_counts).toEqual({ total: 6, completed: 3, failed: 3 })
+      expect(limited.openai.requests).toHaveLength(3)
+      const refused = done.results.filter((r: any) => r.error !== null)
+      expect(refused.map((r: any) => r.error.type)).toEqual([
+        "rate_limit_error",
+        "rate_limit_error",
+        "rate_limit_error"
+      ])
+    } finally {
+      await limited.close()
+    }
   })
 })
 

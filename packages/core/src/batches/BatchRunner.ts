@@ -12,6 +12,7 @@ import * as Random from "effect/Random"
 import * as GatewayError from "../errors/GatewayError.js"
 import type { Charge } from "../execution/Charging.js"
 import type { Outcome } from "../execution/Outcome.js"
+import type { Limits } from "../limits/Limits.js"
 import type { MessagesServiceShape } from "../messages/MessagesService.js"
 import type { RequestContext } from "../messages/RequestContext.js"
 import type { JsonObject } from "../messages/Wire.js"
@@ -60,11 +61,23 @@ export const isRetryable = (error: GatewayError.GatewayError): boolean => {
   }
 }
 
-const contextOf = (batch: Batch, item: ClaimedItem, requestId: string, priceFactor: string | undefined) =>
+const contextOf = (
+  batch: Batch,
+  item: ClaimedItem,
+  requestId: string,
+  priceFactor: string | undefined,
+  keyLimits: Limits | undefined
+) =>
   ({
     requestId,
     route: `BATCH ${batch.endpoint}`,
-    principal: { keyId: batch.keyId ?? "batch", workspace: batch.workspace, management: false, interns: false },
+    principal: {
+      keyId: batch.keyId ?? "batch",
+      workspace: batch.workspace,
+      management: false,
+      interns: false,
+      limits: keyLimits
+    },
     metadata: false,
     headers: {},
     bodyBytes: item.body.length,
@@ -93,11 +106,18 @@ type Try =
   | { readonly _tag: "Failed"; readonly error: GatewayError.GatewayError }
 
 /** One try: a new request id, the executor, a defect turned into an internal error. */
-const once = (ports: RunnerPorts, options: RunnerOptions, batch: Batch, item: ClaimedItem, body: JsonObject) =>
+const once = (
+  ports: RunnerPorts,
+  options: RunnerOptions,
+  batch: Batch,
+  item: ClaimedItem,
+  body: JsonObject,
+  keyLimits: Limits | undefined
+) =>
   Effect.flatMap(
     randomId("req_"),
     (requestId) =>
-      execute(ports, batch, contextOf(batch, item, requestId, options.priceFactor), body).pipe(
+      execute(ports, batch, contextOf(batch, item, requestId, options.priceFactor, keyLimits), body).pipe(
         Effect.map((outcome): Try => ({ _tag: "Answered", requestId, outcome })),
         Effect.catchAll((error) => Effect.succeed<Try>({ _tag: "Failed", error })),
         Effect.catchAllDefect((defect) =>
@@ -128,19 +148,23 @@ const failedResult = (resultId: string, item: ClaimedItem, error: GatewayError.G
   }
 })
 
-/** Runs one request (retrying what may pass) and gives its result with what it adds to the batch. */
+/**
+ * Runs one request (retrying what may pass) and gives its result with what it adds to the batch. `keyLimits` are the
+ * limits of the key that submitted the batch, as it has them now: its requests count against them as its live ones do.
+ */
 export const run = (
   ports: RunnerPorts,
   options: RunnerOptions,
   batch: Batch,
-  item: ClaimedItem
+  item: ClaimedItem,
+  keyLimits?: Limits | undefined
 ): Effect.Effect<Finished> =>
   Effect.gen(function*() {
     const resultId = yield* randomId("batch_req_")
     const body = JSON.parse(item.body) as JsonObject
     let tries = 0
     while (true) {
-      const attempt = yield* once(ports, options, batch, item, body)
+      const attempt = yield* once(ports, options, batch, item, body, keyLimits)
       if (attempt._tag === "Answered") {
         const outcome = attempt.outcome
         if (outcome._tag === "Json") {

@@ -13,9 +13,12 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
+import { Keys } from "../auth/Keys.js"
 import { Catalogue } from "../catalogue/Catalogue.js"
+import type { Limits } from "../limits/Limits.js"
 import { MessagesService } from "../messages/MessagesService.js"
 import { OpenAiService } from "../openai/OpenAiService.js"
 import type { Batch } from "./Batch.js"
@@ -87,6 +90,20 @@ export const make = (options: WorkerOptions = {}): Effect.Effect<
       retryMaxMs: o.retryMaxMs
     }
     const owner = yield* BatchRunner.randomId("worker_")
+    // The keys, when the worker has them (the gateway's has): a batch's requests count against the limits of the key
+    // that submitted it, as they are now (a reload or the key command may have changed them), read once a poll
+    // interval at most. A key gone since (revoked) leaves its batch to the workspace's limits.
+    const keys = Option.getOrUndefined(yield* Effect.serviceOption(Keys))
+    let keyLimits: { readonly at: number; readonly byId: ReadonlyMap<string, Limits | undefined> } | undefined
+    const limitsOf = (batch: Batch, now: number): Effect.Effect<Limits | undefined> => {
+      if (keys === undefined || batch.keyId === null) return Effect.succeed(undefined)
+      const keyId = batch.keyId
+      if (keyLimits !== undefined && now - keyLimits.at < o.pollMs) return Effect.succeed(keyLimits.byId.get(keyId))
+      return Effect.map(keys.list, (stored) => {
+        keyLimits = { at: now, byId: new Map(stored.map((key) => [key.keyId, key.limits])) }
+        return keyLimits.byId.get(keyId)
+      })
+    }
     const finished = yield* Queue.unbounded<Recording>()
     /** Records results (those still under their claims); what it cannot record goes back to be run again. */
     const recordAll = (recordings: ReadonlyArray<Recording>) =>
@@ -127,8 +144,8 @@ export const make = (options: WorkerOptions = {}): Effect.Effect<
       })
 
     // A result waits for the recorder, which writes those that finished meanwhile together.
-    const runItem = (batch: Batch, item: ClaimedItem) =>
-      BatchRunner.run(ports, runner, batch, item).pipe(
+    const runItem = (batch: Batch, item: ClaimedItem, limits: Limits | undefined) =>
+      BatchRunner.run(ports, runner, batch, item, limits).pipe(
         Effect.flatMap((result) => Queue.offer(finished, { item, finished: result })),
         Effect.onInterrupt(() => store.releaseItem(item)),
         Effect.ensuring(done(batch.id))
@@ -161,10 +178,11 @@ export const make = (options: WorkerOptions = {}): Effect.Effect<
         const items = yield* store.claimItems(batch.id, yield* lease(now), free)
         // Fewer than asked: the batch may be running out, or over; read the list afresh next time.
         if (items.length < free) runnable = undefined
+        const limits = items.length === 0 ? undefined : yield* limitsOf(batch, now)
         for (const item of items) {
           running++
           runningOf.set(batch.id, (runningOf.get(batch.id) ?? 0) + 1)
-          yield* FiberSet.run(fibers, runItem(batch, item))
+          yield* FiberSet.run(fibers, runItem(batch, item, limits))
         }
         started += items.length
         if (running >= o.perProcess) break
