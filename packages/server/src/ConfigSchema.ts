@@ -173,8 +173,8 @@ const KeyConfig = Schema.Struct({
 
 /**
  * Where the limits' counters are kept: `memory` (this process only), `postgres` (the storage's database, shared by
- * the processes that use it; on a SQLite storage, its file), `redis` (`redisUrl`, shared). By default: Redis when a URL is given, else the storage's
- * PostgreSQL, else memory.
+ * the processes that use it; on a SQLite storage, its file; refused on `memory:` storage), `redis` (`redisUrl`,
+ * shared). By default: Redis when a URL is given, else the storage's PostgreSQL, else memory.
  */
 const LimitsStoreConfig = Schema.Struct({
   store: Schema.optional(Schema.Literal("memory", "postgres", "redis")),

@@ -64,6 +64,16 @@ export const storesFor = (config: GatewayConfig, url: string): Layer.Layer<Store
     case "memory":
       return url === "memory:" || url === "memory" ? stores : Layer.merge(stores, MemoryQuotaStore.layer)
     case "postgres":
+      // Counters kept in the storage's database: memory storage has none, and its counters would be this process's
+      // alone, N times the limit over N processes (pitfall 7), where the configuration asked for shared ones.
+      if (url === "memory:" || url === "memory") {
+        return Layer.fail(
+          new StorageError({
+            target: "the limits' store",
+            reason: "limits.store is postgres, and the storage (memory:) has no database to keep the counters in"
+          })
+        )
+      }
       return stores
   }
 }

@@ -369,5 +369,20 @@ describe("the gateway server process", { timeout: 60_000 }, () => {
     expect(kind.output).toContain(
       `configuration key providers.anthro.kind: must be one of "anthropic", "openai", "local-speech" (got "OpenAI")`
     )
+    // shared counters asked for where there is no database to share: refused, not N times the limit over N processes
+    const counters = await command(
+      {
+        GATEWAY_CONFIG: writeConfig({ ...goodConfig(), limits: { store: "postgres" } }),
+        DATABASE_URL: "memory:",
+        PORT: "0"
+      },
+      cwd,
+      []
+    )
+    expect(counters.code).toBe(1)
+    expect(counters.output).toContain(
+      "limits.store is postgres, and the storage (memory:) has no database to keep the counters in"
+    )
+    expect(counters.output).not.toMatch(/\n\s+at /)
   })
 })
