@@ -149,6 +149,18 @@ describe("a batch from submission to results", () => {
       error: { type: "invalid_request_error" }
     })
     expect(done.results[0].error).toHaveProperty("param")
+    // the provider refusing the gateway's own credentials: a configuration to fix, not retried either
+    h.reset()
+    h.openai.setDefault({ kind: "status", status: 401 })
+    const misconfigured = await submit(h, {
+      endpoint: "/v1/chat/completions",
+      model: "acme/gpt",
+      requests: chatRequests(2)
+    })
+    const failed = await completed(misconfigured.json.id)
+    expect(failed.request_counts).toEqual({ total: 2, completed: 0, failed: 2 })
+    expect(h.openai.requests).toHaveLength(2)
+    expect(failed.results[0].error.message).toContain("the provider refused the gateway's credentials")
   })
 })
 

@@ -55,7 +55,9 @@ export const isRetryable = (error: GatewayError.GatewayError): boolean => {
     case "InternalError":
       return true
     case "UpstreamRejected":
-      return error.status >= 500 || error.status === 408 || error.status === 429
+      // A 502 is the gateway's provider configuration refused (its credentials, or a model id or URL the provider
+      // does not know): an operator's matter, which sending the request again cannot fix.
+      return (error.status >= 500 && error.status !== 502) || error.status === 408 || error.status === 429
     default:
       return false
   }
