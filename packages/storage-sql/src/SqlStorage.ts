@@ -13,7 +13,7 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
-import { mkdirSync } from "node:fs"
+import { mkdirSync, statSync } from "node:fs"
 import * as NodePath from "node:path"
 import * as Migrations from "./Migrations.js"
 import * as SqlBatchStore from "./SqlBatchStore.js"
@@ -91,7 +91,7 @@ export const layerSqlite = (options: SqliteOptions): Layer.Layer<Stores, Storage
     Effect.try({
       try: () => {
         if (isFilePath(options.filename)) {
-          mkdirSync(NodePath.dirname(NodePath.resolve(options.filename)), { recursive: true })
+          makeDirectory(NodePath.dirname(NodePath.resolve(options.filename)))
         }
       },
       catch: (cause) => new SqlStorageError({ message: "Cannot create the directory of the SQLite database", cause })
@@ -104,6 +104,32 @@ export const layerSqlite = (options: SqliteOptions): Layer.Layer<Stores, Storage
   return layer(options, usageOffThread ? { sqliteFile: NodePath.resolve(options.filename) } : {}).pipe(
     Layer.provide(client)
   )
+}
+
+/**
+ * `mkdirSync(dir, { recursive: true })`, one level at a time: node 20's own never returns for a directory under
+ * `/proc` (a `mkdir` there fails with ENOENT, which it takes for a parent still to make), and the gateway hung at start
+ * at full CPU, deaf to SIGTERM, for `sqlite:/proc/x/gateway.db`.
+ */
+const makeDirectory = (dir: string): void => {
+  if (madeOrThere(dir)) return
+  const parent = NodePath.dirname(dir)
+  if (parent === dir) mkdirSync(dir)
+  makeDirectory(parent)
+  if (!madeOrThere(dir)) mkdirSync(dir)
+}
+
+/** Makes `dir` when its parent is there: true when it is a directory now, false when its parent is missing. */
+const madeOrThere = (dir: string): boolean => {
+  try {
+    mkdirSync(dir)
+    return true
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code
+    if (code === "EEXIST" && statSync(dir).isDirectory()) return true
+    if (code === "ENOENT") return false
+    throw error
+  }
 }
 
 const isFilePath = (filename: string) => filename !== "" && filename !== ":memory:" && !filename.startsWith("file:")

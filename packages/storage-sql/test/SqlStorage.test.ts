@@ -163,6 +163,25 @@ describe("SqlStorage on SQLite", () => {
       }).pipe(Effect.provide(storage))
     }))
 
+  it.live(
+    "makes the SQLite file's missing directories; one that cannot be made fails the storage at once",
+    () =>
+      Effect.gen(function*() {
+        const deep = join(tempDir, "made", "a", "b", "gateway.db")
+        yield* Effect.scoped(Layer.build(SqlStorage.layerSqlite({ filename: deep })))
+        assert.isTrue(existsSync(deep))
+        // under /proc, node's own recursive mkdir never returned: the gateway hung at start, at full CPU
+        const exit = yield* Effect.exit(
+          Effect.scoped(Layer.build(SqlStorage.layerSqlite({ filename: "/proc/mg-nope/sub/gateway.db" })))
+        )
+        assert.isTrue(Exit.isFailure(exit))
+        if (Exit.isFailure(exit)) {
+          assert.include(String(exit.cause), "Cannot create the directory of the SQLite database")
+        }
+      }),
+    { timeout: 5_000 }
+  )
+
   it.live("on a SQLite file, a thread of its own writes the usage log, on a connection of its own", () =>
     Effect.gen(function*() {
       const filename = join(tempDir, "thread", "gateway.db")
