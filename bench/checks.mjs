@@ -65,12 +65,22 @@ const isPipe = (target) => !isGateway(target) && target.name !== "portkey"
 // answers in Anthropic's format (every target on an Anthropic upstream; the gateway on both)
 // ---------------------------------------------------------------------------------------------------
 
+/**
+ * A result's content with each text block's `citations` an array: the gateway gives `[]` where the upstream sent none
+ * (spec 2.2; a build before that gave the upstream's `null`, and a baseline may be one).
+ */
+const withCitations = (content) =>
+  Array.isArray(content)
+    ? content.map((block) => (block?.type === "text" && block.citations == null ? { ...block, citations: [] } : block))
+    : content
+
 const checkMessage = (what, target, provider, body) => {
   const eq = expect(what)
   if (!isGateway(target)) return eq("body", body, MESSAGE)
   const viaOpenAi = provider === "openai"
   eq("id", body.id, viaOpenAi ? `msg_${OPENAI_ID}` : MESSAGE.id)
-  for (const field of ["type", "role", "content", "stop_reason", "stop_sequence"]) eq(field, body[field], MESSAGE[field])
+  for (const field of ["type", "role", "stop_reason", "stop_sequence"]) eq(field, body[field], MESSAGE[field])
+  eq("content", withCitations(body.content), withCitations(MESSAGE.content))
   eq("model", body.model, viaOpenAi ? GATEWAY_OPENAI_MODEL : GATEWAY_MODEL)
   eq("usage.input_tokens", body.usage?.input_tokens, INPUT_TOKENS)
   eq("usage.output_tokens", body.usage?.output_tokens, OUTPUT_TOKENS)
