@@ -138,7 +138,11 @@ describe("EventStream.openEventStream", () => {
       const values = yield* readAll(upstream.url)
       expect(values).toEqual(["first", "last"])
       // an event the body's end cut before its blank line is not sent, CR or not
-      const cut = yield* Effect.promise(() => serve(async (res) => res.end("data: first\r\rdata: cut\r")))
+      const cut = yield* Effect.promise(() =>
+        serve(async (res) => {
+          res.end("data: first\r\rdata: cut\r")
+        })
+      )
       expect(yield* readAll(cut.url)).toEqual(["first"])
     }))
 
