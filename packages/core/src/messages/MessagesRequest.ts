@@ -35,6 +35,9 @@ import { cache_control, CacheControl, Message, TextBlocks } from "./MessageConte
 
 export { CacheControl, CheckedMessage, ContentBlock, Message, WebSearchErrorCode } from "./MessageContent.js"
 
+/** The deepest nesting of objects and arrays a request body may have (a 400 beyond it). */
+export { MAX_DEPTH } from "../internal/RequestSchema.js"
+
 // -----------------------------------------------------------------------------
 // context_management.edits (2.1.4)
 // -----------------------------------------------------------------------------

@@ -6,19 +6,20 @@
  * tool call's arguments nested deeper than the bound is refused where it is read, as a malformed answer is (pitfall
  * 18: bound the depth before anything recurses).
  */
+import { MessagesRequest } from "@model-gateway/core"
 
 /**
- * The deepest nesting of objects and arrays accepted from an upstream: twice a client request's (`MAX_DEPTH` in
- * core's request schemas, 128), so that an answer's envelope (a message, its content, a block) around a tool input a
- * client may send back still fits, and far below what overflows the stack (some thousands of levels).
+ * The deepest nesting of JSON a client sent inside a string (a tool call's `arguments`), which the request's own bound
+ * does not see: that same bound (core's `MessagesRequest.MAX_DEPTH`, 128).
  */
-export const MAX_UPSTREAM_DEPTH = 256
+export const MAX_CLIENT_DEPTH = MessagesRequest.MAX_DEPTH
 
 /**
- * The deepest nesting accepted in JSON a client sent inside a string (a tool call's `arguments`), which the request's
- * own bound does not see: the same as that bound (core's `MAX_DEPTH`).
+ * The deepest nesting of objects and arrays accepted from an upstream: twice a client request's, so that an answer's
+ * envelope (a message, its content, a block) around a tool input a client may send back still fits, and far below
+ * what overflows the stack (some thousands of levels).
  */
-export const MAX_CLIENT_DEPTH = 128
+export const MAX_UPSTREAM_DEPTH = 2 * MAX_CLIENT_DEPTH
 
 const QUOTE = 0x22
 const BACKSLASH = 0x5c
