@@ -739,7 +739,7 @@ describe("makeChunkTranslator", () => {
     assert.deepStrictEqual(Either.getOrThrow(t.end()), [])
   })
 
-  it("streams thinking as reasoning, and nothing for signatures, citations, pings and block stops", () => {
+  it("streams thinking as reasoning and numbered reasoning_details, and nothing for citations, pings, block stops", () => {
     const events: Array<Wire.StreamEvent> = [
       { type: "message_start", message: message([], { usage: { input_tokens: 5, output_tokens: 1 } }) },
       { type: "content_block_start", index: 0, content_block: { type: "thinking", thinking: "", signature: "" } },
@@ -760,10 +760,17 @@ describe("makeChunkTranslator", () => {
       { type: "message_delta", delta: { stop_reason: "end_turn", stop_sequence: null }, usage: { output_tokens: 9 } },
       { type: "message_stop" }
     ]
+    const fragment = (text: string): Json => ({
+      type: "reasoning.text",
+      text,
+      format: "anthropic-claude-v1",
+      index: 0
+    })
     assert.deepStrictEqual(run(events, { includeUsage: false }), [
       roleChunk,
-      chunk({ reasoning: "Let me " }),
-      chunk({ reasoning: "think." }),
+      chunk({ reasoning: "Let me ", reasoning_details: [fragment("Let me ")] }),
+      chunk({ reasoning: "think.", reasoning_details: [fragment("think.")] }),
+      chunk({ reasoning_details: [{ ...fragment(""), signature: "EqQBCgIYAhIM" }] }),
       chunk({ content: "Answer." }),
       chunk({}, "stop")
     ])
@@ -1072,6 +1079,64 @@ describe("thinking in a chat tool loop over an Anthropic upstream", () => {
       ]
     })
     assert.deepStrictEqual(next.thinking, { type: "enabled", budget_tokens: 1024 })
+  })
+
+  it("streams the signed thinking in numbered fragments, which come back as the same blocks merged or not", () => {
+    const blocks = [
+      { type: "thinking", thinking: "First, the weather. ", signature: "EqQBCgIYAhIM" },
+      { type: "redacted_thinking", data: "opaque" },
+      { type: "thinking", thinking: "Then the time.", signature: "EqQBCgIYAhIM" },
+      { type: "tool_use", id: "toolu_1", name: "f", input: { q: 1 } }
+    ]
+    const fragments = run(streamOf(message(blocks, { stop_reason: "tool_use" }), 5)).flatMap((c) =>
+      ((choiceOf(c)?.delta as Json | undefined)?.reasoning_details ?? []) as Array<Json>
+    )
+    assert.deepStrictEqual(fragments.map((f) => f.index), [0, 0, 0, 0, 0, 1, 2, 2, 2, 2])
+    // merged by number, as OpenRouter's clients do (texts joined, the signature kept)
+    const byIndex = new Map<unknown, Json>()
+    for (const f of fragments) {
+      const into = byIndex.get(f.index)
+      if (into === undefined) byIndex.set(f.index, { ...f })
+      else Object.assign(into, { text: `${into.text}${f.text}` }, f.signature ? { signature: f.signature } : {})
+    }
+    const expected = [
+      ...blocks.slice(0, 3),
+      { type: "tool_use", id: "toolu_1", name: "f", input: { q: 1 } }
+    ]
+    for (const details of [[...byIndex.values()], fragments]) {
+      const turn = {
+        role: "assistant",
+        content: null,
+        reasoning_details: details,
+        tool_calls: [{ id: "toolu_1", type: "function", function: { name: "f", arguments: "{\"q\":1}" } }]
+      }
+      const next = request(chat([...hi, turn, { role: "tool", tool_call_id: "toolu_1", content: "42" }], {
+        tools,
+        reasoning_effort: "low",
+        max_tokens: 8000
+      }))
+      assert.deepStrictEqual((next.messages as Array<Json>)[1], { role: "assistant", content: expected })
+      assert.deepStrictEqual(next.thinking, { type: "enabled", budget_tokens: 1024 })
+    }
+    // the openai SDK's finalChatCompletion() keeps only the last fragment: a signature without its text is left out
+    // (Anthropic would refuse it), and the turn runs with thinking off
+    const sdkKept = {
+      role: "assistant",
+      content: null,
+      reasoning_details: [fragments.at(-1)],
+      tool_calls: [{ id: "toolu_1", type: "function", function: { name: "f", arguments: "{\"q\":1}" } }]
+    }
+    const withLast = request(chat([...hi, sdkKept, { role: "tool", tool_call_id: "toolu_1", content: "42" }], {
+      tools,
+      reasoning_effort: "low",
+      max_tokens: 8000
+    }))
+    assert.strictEqual(fragments.at(-1)!.text, "")
+    assert.isUndefined(withLast.thinking)
+    assert.strictEqual(((withLast.messages as Array<Json>)[1].content as Array<Json>)[0]!.type, "tool_use")
+    // without reasoning asked for, neither the text nor the details are streamed
+    const hidden = run(streamOf(message(blocks, { stop_reason: "tool_use" }), 5), { includeReasoning: false })
+    assert.isFalse(hidden.some((c) => "reasoning_details" in ((choiceOf(c)?.delta ?? {}) as Json)))
   })
 
   it("leaves thinking off when the last tool turn came back without its thinking, which Anthropic would refuse", () => {

@@ -197,6 +197,102 @@ describe("pass-through to an OpenAI-compatible endpoint", () => {
   )
 })
 
+describe("a streamed chat tool loop with thinking over an Anthropic upstream", () => {
+  it("streams the signed thinking as reasoning_details, which the next turn hands back as Anthropic's blocks", async () => {
+    const thinking = "The user wants the weather in Paris; I should call the tool."
+    h.anthropic.setReply((body) =>
+      body.messages.length === 1
+        ? { thinking, toolCalls: [{ name: "get_weather", input: { city: "Paris" } }], stopReason: "tool_use" }
+        : { text: "Sunny in Paris." }
+    )
+    const messages: Array<OpenAI.Chat.ChatCompletionMessageParam> = [{ role: "user", content: "weather in Paris?" }]
+    const ask = () =>
+      client.chat.completions.create({
+        model: "anthro/claude",
+        max_tokens: 8000,
+        reasoning_effort: "low",
+        messages,
+        tools: [weather],
+        stream: true
+      })
+    // The client merges the streamed entries by their index (texts joined), as OpenRouter's clients do.
+    const details = new Map<number, Record<string, string | number>>()
+    const calls: Array<OpenAI.Chat.ChatCompletionMessageFunctionToolCall> = []
+    let reasoning = ""
+    for await (const chunk of await ask()) {
+      const delta = (chunk.choices[0]?.delta ?? {}) as Record<string, any>
+      reasoning += delta.reasoning ?? ""
+      for (const detail of delta.reasoning_details ?? []) {
+        const into = details.get(detail.index)
+        if (into === undefined) details.set(detail.index, { ...detail })
+        else {
+          into.text = `${into.text ?? ""}${detail.text ?? ""}`
+          if (detail.signature) into.signature = detail.signature
+        }
+      }
+      for (const call of delta.tool_calls ?? []) {
+        if (call.id) calls[call.index] = { id: call.id, type: "function", function: { ...call.function } }
+        else calls[call.index]!.function.arguments += call.function.arguments
+      }
+    }
+    expect(reasoning).toBe(thinking)
+    const signed = h.anthropic.requests[0]!.body
+    expect(signed.thinking).toEqual({ type: "enabled", budget_tokens: 1024 })
+    expect([...details.values()]).toEqual([
+      {
+        type: "reasoning.text",
+        text: thinking,
+        signature: expect.stringMatching(/^sig_fake_/),
+        format: "anthropic-claude-v1",
+        index: 0
+      }
+    ])
+    messages.push(
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: calls,
+        ...({ reasoning_details: [...details.values()] } as object)
+      },
+      { role: "tool", tool_call_id: calls[0]!.id, content: "sunny, 21°C" }
+    )
+    let answer = ""
+    for await (const chunk of await ask()) answer += chunk.choices[0]?.delta.content ?? ""
+    expect(answer).toBe("Sunny in Paris.")
+    const next = h.anthropic.requests[1]!.body
+    expect(next.thinking).toEqual({ type: "enabled", budget_tokens: 1024 })
+    expect(next.messages[1]).toEqual({
+      role: "assistant",
+      content: [
+        { type: "thinking", thinking, signature: details.get(0)!.signature },
+        { type: "tool_use", id: calls[0]!.id, name: "get_weather", input: { city: "Paris" } }
+      ]
+    })
+  })
+  it("runs the loop with thinking off when the openai SDK's finalChatCompletion() message is handed back", async () => {
+    h.anthropic.setReply((body) =>
+      body.messages.length === 1
+        ? { thinking: "Call the tool.", toolCalls: [{ name: "get_weather", input: { city: "Rome" } }] }
+        : { text: "Sunny in Rome." }
+    )
+    const messages: Array<OpenAI.Chat.ChatCompletionMessageParam> = [{ role: "user", content: "weather in Rome?" }]
+    const params = { model: "anthro/claude", max_tokens: 8000, reasoning_effort: "low" as const, tools: [weather] }
+    const first = await client.chat.completions.stream({ ...params, messages }).finalChatCompletion()
+    const message = first.choices[0]!.message
+    // the SDK keeps the last fragment of each delta field it does not know: here the signature, without its text
+    expect((message as unknown as { reasoning_details: Array<unknown> }).reasoning_details).toEqual([
+      expect.objectContaining({ type: "reasoning.text", text: "", signature: expect.any(String) })
+    ])
+    const call = message.tool_calls![0] as OpenAI.Chat.ChatCompletionMessageFunctionToolCall
+    messages.push(message, { role: "tool", tool_call_id: call.id, content: "sunny" })
+    const second = await client.chat.completions.stream({ ...params, messages }).finalChatCompletion()
+    expect(second.choices[0]!.message.content).toBe("Sunny in Rome.")
+    const next = h.anthropic.requests[1]!.body
+    expect(next).not.toHaveProperty("thinking")
+    expect(next.messages[1].content[0].type).toBe("tool_use")
+  })
+})
+
 describe("@openrouter/sdk chat.send", () => {
   it("passes the SDK's validation, JSON and streamed, over both upstream kinds", async () => {
     const openrouter = new OpenRouter({ serverURL: `${h.url}/v1`, apiKey: KEY, retryConfig: { strategy: "none" } })

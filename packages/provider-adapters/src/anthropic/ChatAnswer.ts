@@ -5,17 +5,11 @@
  */
 import { ChunkTemplate, Upstream, Wire } from "@model-gateway/core"
 import * as Either from "effect/Either"
+import { asNumber, asObject, asString } from "./ChatFields.js"
+import * as ReasoningDetails from "./ReasoningDetails.js"
 
 type JsonObject = Wire.JsonObject
 type UpstreamError = Upstream.UpstreamError
-
-const isObject = Wire.isJsonObject
-
-const asObject = (u: unknown): JsonObject | undefined => (isObject(u) ? u : undefined)
-
-const asString = (u: unknown): string | undefined => (typeof u === "string" ? u : undefined)
-
-const asNumber = (u: unknown): number | undefined => (typeof u === "number" && Number.isFinite(u) ? u : undefined)
 
 const transport = (message: string): UpstreamError => new Upstream.UpstreamError({ kind: "transport", message })
 
@@ -70,25 +64,7 @@ export interface ChatCompletionOptions {
 }
 
 /** OpenRouter's `format` of reasoning details that are Anthropic thinking blocks. */
-export const ANTHROPIC_REASONING_FORMAT = "anthropic-claude-v1"
-
-/**
- * A thinking or redacted thinking block as OpenRouter's `reasoning_details` entry: the form in which a chat client
- * hands the signed block back with the assistant turn (`ChatRequest` makes the block again), as Anthropic requires of
- * a tool loop's turn when thinking is on.
- */
-const reasoningDetail = (block: JsonObject, index: number): JsonObject | undefined =>
-  block.type === "thinking"
-    ? {
-      type: "reasoning.text",
-      text: asString(block.thinking) ?? "",
-      signature: asString(block.signature) ?? null,
-      format: ANTHROPIC_REASONING_FORMAT,
-      index
-    }
-    : block.type === "redacted_thinking"
-    ? { type: "reasoning.encrypted", data: asString(block.data) ?? "", format: ANTHROPIC_REASONING_FORMAT, index }
-    : undefined
+export const ANTHROPIC_REASONING_FORMAT = ReasoningDetails.ANTHROPIC_REASONING_FORMAT
 
 /**
  * Translates an Anthropic message into a `chat.completion`: text blocks joined as `content` (null without text),
@@ -102,7 +78,7 @@ export const toChatCompletion = (message: Wire.Message, options: ChatCompletionO
   const details: Array<JsonObject> = []
   const toolCalls: Array<JsonObject> = []
   for (const block of message.content) {
-    const detail = reasoningDetail(block, details.length)
+    const detail = ReasoningDetails.ofBlock(block, details.length)
     if (detail !== undefined) details.push(detail)
     if (block.type === "text") texts.push(asString(block.text) ?? "")
     else if (block.type === "thinking") thinking.push(asString(block.thinking) ?? "")
@@ -168,7 +144,10 @@ export interface ChunkTranslator {
  * still fall over). Tool calls are numbered 0, 1, 2… in the order their blocks start, whatever the Anthropic block
  * index, and the fragments of each go to its number. The usage chunk (`choices: []`) comes at `message_stop` when
  * asked for: input and cache figures from `message_start`, replaced by any `message_delta` gives, output from the
- * last `message_delta`.
+ * last `message_delta`. Thinking streams as OpenRouter streams it: each fragment as `reasoning` and as a
+ * `reasoning_details` entry (`reasoning.text`) numbered by its block among the answer's thinking blocks, the block's
+ * signature in an entry of its own with the same number (text ""), a redacted block whole (`reasoning.encrypted`).
+ * A client merges the entries of one number (texts joined), as OpenRouter's clients do, and hands them back.
  */
 export const makeChunkTranslator = (options: ChunkTranslatorOptions): ChunkTranslator => {
   let started = false
@@ -212,9 +191,26 @@ export const makeChunkTranslator = (options: ChunkTranslatorOptions): ChunkTrans
     textTemplate = ChunkTemplate.make(out[out.length - 1])
   }
 
-  const thinkingDelta = (out: Array<JsonObject>, thinking: unknown): void => {
-    if (typeof thinking === "string" && thinking !== "" && options.includeReasoning !== false) {
-      emit(out, { reasoning: thinking })
+  // Anthropic block index → its number among the answer's `reasoning_details` (thinking and redacted thinking).
+  const details = new Map<number, number>()
+  const detailOf = (index: number): number | undefined => details.get(index)
+
+  const thinkingDelta = (out: Array<JsonObject>, index: number, thinking: unknown): void => {
+    const k = detailOf(index)
+    if (typeof thinking === "string" && thinking !== "" && k !== undefined) {
+      emit(out, {
+        reasoning: thinking,
+        reasoning_details: [ReasoningDetails.textFragment(thinking, k)]
+      })
+    }
+  }
+
+  const signatureDelta = (out: Array<JsonObject>, index: number, signature: unknown): void => {
+    const k = detailOf(index)
+    if (typeof signature === "string" && signature !== "" && k !== undefined) {
+      emit(out, {
+        reasoning_details: [ReasoningDetails.signatureFragment(signature, k)]
+      })
     }
   }
 
@@ -223,8 +219,18 @@ export const makeChunkTranslator = (options: ChunkTranslatorOptions): ChunkTrans
     const block = asObject(event.content_block) ?? {}
     if (block.type !== "tool_use") {
       blocks.set(index, undefined)
+      const thinks = block.type === "thinking" || block.type === "redacted_thinking"
+      if (thinks && options.includeReasoning !== false) details.set(index, details.size)
       if (block.type === "text") textDelta(out, block.text)
-      if (block.type === "thinking") thinkingDelta(out, block.thinking)
+      if (block.type === "thinking") {
+        thinkingDelta(out, index, block.thinking)
+        signatureDelta(out, index, block.signature)
+      }
+      const data = asString(block.data)
+      const k = detailOf(index)
+      if (block.type === "redacted_thinking" && data && k !== undefined) {
+        emit(out, { reasoning_details: [ReasoningDetails.encrypted(data, k)] })
+      }
       return
     }
     const k = toolCalls++
@@ -245,7 +251,10 @@ export const makeChunkTranslator = (options: ChunkTranslatorOptions): ChunkTrans
         textDelta(out, delta.text)
         break
       case "thinking_delta":
-        thinkingDelta(out, delta.thinking)
+        thinkingDelta(out, index, delta.thinking)
+        break
+      case "signature_delta":
+        signatureDelta(out, index, delta.signature)
         break
       case "input_json_delta": {
         const k = blocks.get(index)

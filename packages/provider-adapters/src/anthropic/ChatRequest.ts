@@ -4,11 +4,12 @@
  */
 import { Upstream, Wire } from "@model-gateway/core"
 import * as Either from "effect/Either"
-import * as Nesting from "../internal/Nesting.js"
+import * as ChatContent from "./ChatContent.js"
+import { arrayField, asNumber, asObject, asString, fail, isAbsent, isObject, unsupported } from "./ChatFields.js"
+import * as ReasoningDetails from "./ReasoningDetails.js"
 
 type JsonObject = Wire.JsonObject
 type UpstreamError = Upstream.UpstreamError
-type UpstreamFailure = Upstream.UpstreamFailure
 
 /** The target upstream's model id, whether to stream, and the cap sent when the client gave none. */
 export interface MessagesRequestOptions {
@@ -17,28 +18,6 @@ export interface MessagesRequestOptions {
   /** Sent as `max_tokens` when the client gave no cap: Anthropic requires one. */
   readonly defaultMaxTokens: number
 }
-
-const isObject = Wire.isJsonObject
-
-const asObject = (u: unknown): JsonObject | undefined => (isObject(u) ? u : undefined)
-
-const asString = (u: unknown): string | undefined => (typeof u === "string" ? u : undefined)
-
-const asNumber = (u: unknown): number | undefined => (typeof u === "number" && Number.isFinite(u) ? u : undefined)
-
-const isAbsent = (u: unknown): u is null | undefined => u === undefined || u === null
-
-const fail = (kind: UpstreamFailure, message: string): never => {
-  throw new Upstream.UpstreamError({ kind, message })
-}
-
-/** An optional array field: `[]` when absent or null, refused when anything else than an array. */
-const arrayField = (value: unknown, name: string): ReadonlyArray<unknown> => {
-  if (isAbsent(value)) return []
-  return Array.isArray(value) ? value : fail("invalid_request", `${name} must be an array`)
-}
-
-const unsupported = (what: string): never => fail("unsupported", `${what} cannot be sent to an Anthropic upstream`)
 
 const attempt = <A>(f: () => A): Either.Either<A, UpstreamError> => {
   try {
@@ -63,124 +42,6 @@ const MIN_THINKING_BUDGET = 1024
 /** The system instruction standing for `response_format: {type: "json_object"}`. */
 export const JSON_OBJECT_INSTRUCTION =
   "Answer with a single valid JSON object and nothing else: no prose, no code fence."
-
-// ---------------------------------------------------------------------------------------------------
-// content
-
-const withCacheControl = (block: JsonObject, part: JsonObject): JsonObject =>
-  part.cache_control === undefined ? block : { ...block, cache_control: part.cache_control }
-
-const textBlock = (text: unknown, part: JsonObject): JsonObject | undefined => {
-  const value = asString(text) ?? fail("invalid_request", `a ${String(part.type)} content part needs a string`)
-  return value === "" ? undefined : withCacheControl({ type: "text", text: value }, part)
-}
-
-const parseDataUri = (uri: string): { readonly mediaType: string; readonly data: string } | undefined => {
-  if (!uri.startsWith("data:")) return undefined
-  const comma = uri.indexOf(",")
-  const params = uri.slice(5, comma === -1 ? 5 : comma).split(";")
-  if (comma === -1 || params.at(-1)?.toLowerCase() !== "base64" || params[0] === "") {
-    return fail("invalid_request", "a data: URI must be of the form data:<media type>;base64,<data>")
-  }
-  return { mediaType: params[0]!.toLowerCase(), data: uri.slice(comma + 1) }
-}
-
-const imageBlock = (part: JsonObject): JsonObject => {
-  const image = part.image_url
-  const url = asString(image) ?? asString(asObject(image)?.url) ??
-    fail("invalid_request", "image_url part without a url")
-  const data = parseDataUri(url)
-  if (data) {
-    if (!data.mediaType.startsWith("image/")) fail("invalid_request", `image_url data of type ${data.mediaType}`)
-    return withCacheControl({
-      type: "image",
-      source: { type: "base64", media_type: data.mediaType, data: data.data }
-    }, part)
-  }
-  if (!/^https?:\/\//i.test(url)) fail("invalid_request", "image_url must be a base64 data: URI or an http(s) URL")
-  return withCacheControl({ type: "image", source: { type: "url", url } }, part)
-}
-
-const documentBlock = (part: JsonObject): JsonObject => {
-  const file = asObject(part.file) ?? fail("invalid_request", "file part without a file")
-  if (!isAbsent(file.file_id)) unsupported("a file part referring to an uploaded file_id (send file_data)")
-  const uri = asString(file.file_data) ?? fail("invalid_request", "file part without file_data")
-  const data = parseDataUri(uri) ?? fail("invalid_request", "file_data must be a base64 data: URI")
-  if (data.mediaType !== "application/pdf") unsupported(`a file of type ${data.mediaType} (only application/pdf)`)
-  const block: JsonObject = {
-    type: "document",
-    source: { type: "base64", media_type: data.mediaType, data: data.data }
-  }
-  if (typeof file.filename === "string" && file.filename !== "") block.title = file.filename
-  return withCacheControl(block, part)
-}
-
-const partBlock = (role: string, item: unknown): JsonObject | undefined => {
-  const part = asObject(item) ?? fail("invalid_request", `${role} message content parts must be objects`)
-  switch (part.type) {
-    case "text":
-      return textBlock(part.text, part)
-    case "refusal":
-      if (role === "assistant") return textBlock(part.refusal, part)
-      break
-    case "image_url":
-      if (role === "user") return imageBlock(part)
-      break
-    case "file":
-      if (role === "user") return documentBlock(part)
-      break
-    case "input_audio":
-      return unsupported("audio input (an input_audio content part)")
-  }
-  return unsupported(`a ${role} message content part of type ${String(part.type)}`)
-}
-
-/** The blocks of a message's content (a string or parts); empty texts are left out, as Anthropic refuses them. */
-const contentBlocks = (role: string, content: unknown): Array<JsonObject> => {
-  if (isAbsent(content)) return []
-  if (typeof content === "string") return content === "" ? [] : [{ type: "text", text: content }]
-  return arrayField(content, `${role} message content`).flatMap((part): Array<JsonObject> => {
-    const block = partBlock(role, part)
-    return block ? [block] : []
-  })
-}
-
-const parseArguments = (id: string, raw: unknown): JsonObject => {
-  if (isAbsent(raw)) return {}
-  if (isObject(raw)) return raw
-  const text = asString(raw) ?? fail("invalid_request", `tool call ${id}: function.arguments must be a JSON string`)
-  if (text.trim() === "") return {}
-  if (Nesting.tooDeep(text, Nesting.MAX_CLIENT_DEPTH)) {
-    return fail(
-      "invalid_request",
-      `tool call ${id}: function.arguments nested deeper than ${Nesting.MAX_CLIENT_DEPTH} levels of objects and arrays`
-    )
-  }
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(text)
-  } catch {
-    return fail("invalid_request", `tool call ${id}: function.arguments is not valid JSON`)
-  }
-  return asObject(parsed) ?? fail("invalid_request", `tool call ${id}: function.arguments is not a JSON object`)
-}
-
-const toolUseBlock = (item: unknown): JsonObject => {
-  const call = asObject(item) ?? fail("invalid_request", "assistant tool_calls entries must be objects")
-  const id = asString(call.id) ?? fail("invalid_request", "assistant tool call without an id")
-  if (!isAbsent(call.type) && call.type !== "function") unsupported(`tool call ${id} of type ${String(call.type)}`)
-  const fn = asObject(call.function) ?? fail("invalid_request", `tool call ${id} without a function`)
-  const name = asString(fn.name) ?? fail("invalid_request", `tool call ${id} without a function name`)
-  return { type: "tool_use", id, name, input: parseArguments(id, fn.arguments) }
-}
-
-const toolResultBlock = (message: JsonObject): JsonObject => {
-  const id = asString(message.tool_call_id) ?? fail("invalid_request", "tool message without tool_call_id")
-  const content = typeof message.content === "string" ? message.content : contentBlocks("tool", message.content)
-  return content.length === 0
-    ? { type: "tool_result", tool_use_id: id }
-    : { type: "tool_result", tool_use_id: id, content }
-}
 
 // ---------------------------------------------------------------------------------------------------
 // conversation
@@ -216,26 +77,26 @@ const conversation = (messages: unknown): Conversation => {
         if (typeof message.content === "string") {
           if (message.content !== "") system.push(message.content)
         } else {
-          const blocks = contentBlocks(String(message.role), message.content)
+          const blocks = ChatContent.contentBlocks(String(message.role), message.content)
           if (blocks.length > 0) system.push(blocks)
         }
         break
       }
       case "user":
-        addTurn(turns, "user", contentBlocks("user", message.content))
+        addTurn(turns, "user", ChatContent.contentBlocks("user", message.content))
         break
       case "assistant": {
         if (!isAbsent(message.function_call)) unsupported("the legacy function_call (use tool_calls)")
         const calls = arrayField(message.tool_calls, "assistant tool_calls")
         addTurn(turns, "assistant", [
-          ...thinkingBlocks(message.reasoning_details),
-          ...contentBlocks("assistant", message.content),
-          ...calls.map(toolUseBlock)
+          ...ReasoningDetails.thinkingBlocks(message.reasoning_details),
+          ...ChatContent.contentBlocks("assistant", message.content),
+          ...calls.map(ChatContent.toolUseBlock)
         ])
         break
       }
       case "tool":
-        addTurn(turns, "user", [toolResultBlock(message)])
+        addTurn(turns, "user", [ChatContent.toolResultBlock(message)])
         break
       case "function":
         return unsupported("a message of the legacy function role (use tool messages)")
@@ -245,27 +106,6 @@ const conversation = (messages: unknown): Conversation => {
   }
   if (turns.length === 0) fail("invalid_request", "messages must hold at least one user or assistant message")
   return { system, turns }
-}
-
-/**
- * The thinking blocks an assistant message hands back as OpenRouter's `reasoning_details` (see `ChatAnswer`): a signed
- * `reasoning.text` as `thinking`, a `reasoning.encrypted` as `redacted_thinking`. Entries of another format, or a text
- * without its signature (Anthropic refuses a thinking block it did not sign), are left out.
- */
-const thinkingBlocks = (details: unknown): Array<JsonObject> => {
-  const blocks: Array<JsonObject> = []
-  for (const item of Array.isArray(details) ? details : []) {
-    const detail = asObject(item)
-    if (detail === undefined || (!isAbsent(detail.format) && detail.format !== "anthropic-claude-v1")) continue
-    const signature = asString(detail.signature)
-    const data = asString(detail.data)
-    if (detail.type === "reasoning.text" && signature) {
-      blocks.push({ type: "thinking", thinking: asString(detail.text) ?? "", signature })
-    } else if (detail.type === "reasoning.encrypted" && data) {
-      blocks.push({ type: "redacted_thinking", data })
-    }
-  }
-  return blocks
 }
 
 /**
