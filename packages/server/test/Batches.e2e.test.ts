@@ -165,10 +165,10 @@ describe("a batch from submission to results", () => {
 })
 
 describe("the submitting key's limits", () => {
-  it("hold for its batch's requests as for its live ones: past its 3 requests a minute, the rest are refused", async () => {
-    // a gateway of its own, whose worker does not retry: a refusal is the request's result at once
+  it("hold for its batch's requests as for its live ones, which wait for the limit rather than fail", async () => {
+    // a gateway of its own, whose worker does not retry failures: a refusal by the limits is waited out all the same
     const limited = await startHarness({
-      batches: { ...FAST_WORKER, maxRetries: 0 },
+      batches: { ...FAST_WORKER, maxRetries: 0, retryMaxMs: 50 },
       keys: [{ key: RATE_KEY, workspace: "batch-rate", limits: { requestsPerMinute: 3 } }]
     })
     try {
@@ -179,15 +179,42 @@ describe("the submitting key's limits", () => {
         RATE_KEY
       )
       expect(created.status).toBe(202)
-      const done = await waitFor(limited, created.json.id, ["completed", "failed"], 15_000, RATE_KEY)
-      expect(done.request_counts).toEqual({ total: 6, completed: 3, failed: 3 })
+      // past its 3 requests a minute, the rest wait: none failed, none sent
+      await new Promise((resolve) => setTimeout(resolve, 1_000))
+      const waiting = await getBatch(limited, created.json.id, RATE_KEY)
+      expect(waiting.json.status).toBe("in_progress")
+      expect(waiting.json.request_counts).toEqual({ total: 6, completed: 3, failed: 0 })
       expect(limited.openai.requests).toHaveLength(3)
-      const refused = done.results.filter((r: any) => r.error !== null)
-      expect(refused.map((r: any) => r.error.type)).toEqual([
-        "rate_limit_error",
-        "rate_limit_error",
-        "rate_limit_error"
-      ])
+      // a minute on, the limit lets the rest through
+      limited.clock.offset += 61_000
+      const done = await waitFor(limited, created.json.id, ["completed", "failed"], 15_000, RATE_KEY)
+      expect(done.request_counts).toEqual({ total: 6, completed: 6, failed: 0 })
+      expect(limited.openai.requests).toHaveLength(6)
+    } finally {
+      await limited.close()
+    }
+  })
+
+  it("fail a request the limit would let through only after the batch's window ends", async () => {
+    const limited = await startHarness({
+      batches: { ...FAST_WORKER, maxRetries: 0, retryMaxMs: 50 },
+      keys: [{ key: RATE_KEY, workspace: "batch-rate", limits: { requestsPerMinute: 1 } }]
+    })
+    try {
+      const created = await submit(
+        limited,
+        { endpoint: "/v1/chat/completions", model: "acme/gpt", requests: chatRequests(3) },
+        {},
+        RATE_KEY
+      )
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      expect(limited.openai.requests).toHaveLength(1)
+      // the window's last 30 s: one more request gets through, and the limit's next minute would outlast the window
+      limited.clock.offset += 24 * 60 * 60_000 - 30_000
+      const done = await waitFor(limited, created.json.id, ["completed", "failed", "expired"], 15_000, RATE_KEY)
+      expect(done.request_counts).toEqual({ total: 3, completed: 2, failed: 1 })
+      expect(done.results.find((r: any) => r.error !== null).error.type).toBe("rate_limit_error")
+      expect(limited.openai.requests).toHaveLength(2)
     } finally {
       await limited.close()
     }

@@ -3,9 +3,11 @@
  * the OpenAI-compatible one), as the batch's key and app, JSON only: routing, fallbacks within the batch's provider
  * restrictions, usage records and cost (times the batch price factor) are the live request's. A failure that may pass
  * (rate limited, overloaded, a time-out, a 5xx) is tried again after a back-off, up to a limit; each try is a request
- * of its own (its own request id and usage record). The result is an answer or an error, never a failure.
+ * of its own (its own request id and usage record). A refusal by the gateway's own rate limits is waited out, not
+ * counted as a try, until the batch's window ends. The result is an answer or an error, never a failure.
  */
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Random from "effect/Random"
@@ -139,6 +141,24 @@ const backoff = (options: RunnerOptions, n: number, error: GatewayError.GatewayE
     return Math.min(options.retryMaxMs, Math.max(asked, doubled * (0.5 + r / 2)))
   })
 
+/**
+ * Waits for the gateway's own rate limit (the key's or the workspace's) to let a request through, when that limit
+ * refused it: the wait its refusal named (at least the first back-off, at most the longest, jittered), then a new try
+ * that does not count against `maxRetries`. A batch is paced by its limits, as its requests would be if sent one by
+ * one, rather than failed by them; but a request the limit would let through only after the batch's window ends has
+ * the refusal as its result. False (nothing waited) for any other failure.
+ */
+const pace = (options: RunnerOptions, batch: Batch, error: GatewayError.GatewayError): Effect.Effect<boolean> =>
+  error._tag !== "RateLimited" || error.quota === undefined
+    ? Effect.succeed(false)
+    : Effect.gen(function*() {
+      const asked = Math.max(options.retryBaseMs, error.retryAfterMs ?? 0)
+      if ((yield* Clock.currentTimeMillis) + asked >= batch.expiresAt) return false
+      const wait = Math.min(options.retryMaxMs, asked) * (1 + (yield* Random.next) / 4)
+      yield* Effect.sleep(Duration.millis(wait))
+      return true
+    })
+
 const failedResult = (resultId: string, item: ClaimedItem, error: GatewayError.GatewayError): ItemResult => ({
   id: resultId,
   customId: item.customId,
@@ -186,6 +206,8 @@ export const run = (
         const error = new GatewayError.InternalError({ message: "the endpoint answered with a stream" })
         return { outcome: "failed", result: failedResult(resultId, item, error), ...usageOf(undefined) }
       }
+      const paced = yield* pace(options, batch, attempt.error)
+      if (paced) continue
       tries++
       if (tries > options.maxRetries || !isRetryable(attempt.error)) {
         return { outcome: "failed", result: failedResult(resultId, item, attempt.error), ...usageOf(undefined) }
