@@ -32,6 +32,11 @@ export interface HttpProviderConfig {
    * for openrouter.ai, off elsewhere; see `OpenAiUpstream`).
    */
   readonly cacheControl?: boolean | undefined
+  /**
+   * OpenAI-compatible providers: hand an assistant turn's thinking back as `reasoning_content` when translating
+   * `/v1/messages` (default: on for api.deepseek.com and Moonshot's APIs, off elsewhere; see `OpenAiUpstream`).
+   */
+  readonly reasoningContent?: boolean | undefined
 }
 
 /** The local, offline speech engine (eSpeak NG in worker threads); see `LocalSpeech`. */

@@ -425,6 +425,37 @@ describe("toChatRequest", () => {
     assert.strictEqual((out.messages as Array<Json>).length, 3)
   })
 
+  it("hands an assistant turn's thinking back as reasoning_content to a provider that requires it", () => {
+    const conversation = base([
+      { role: "user", content: "weather in Paris?" },
+      {
+        role: "assistant",
+        content: [
+          { type: "thinking", thinking: "The user wants ", signature: "" },
+          { type: "thinking", thinking: "the weather.", signature: "" },
+          { type: "redacted_thinking", data: "xxx" },
+          { type: "tool_use", id: "call_1", name: "get_weather", input: { city: "Paris" } }
+        ]
+      },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: "call_1", content: "sunny" }] },
+      {
+        role: "assistant",
+        content: [{ type: "tool_use", id: "call_2", name: "get_weather", input: { city: "Rome" } }]
+      },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: "call_2", content: "rain" }] },
+      { role: "assistant", content: "Sunny in Paris, rain in Rome." },
+      { role: "user", content: "thanks" }
+    ])
+    const assistants = (out: Json) => (out.messages as Array<Json>).filter((m) => m.role === "assistant")
+    const kept = assistants(request(conversation, { reasoningContent: true }))
+    assert.strictEqual(kept[0]!.reasoning_content, "The user wants the weather.")
+    // a tool turn without thinking gets an empty one (DeepSeek refuses a tool turn without the field); a plain answer
+    // without thinking gets none
+    assert.strictEqual(kept[1]!.reasoning_content, "")
+    assert.notProperty(kept[2]!, "reasoning_content")
+    for (const message of assistants(request(conversation))) assert.notProperty(message, "reasoning_content")
+  })
+
   it("maps thinking and effort only when the upstream supports reasoning", () => {
     const thinking = (budget_tokens: number) =>
       base([{ role: "user", content: "x" }], { thinking: { type: "enabled", budget_tokens } })

@@ -101,7 +101,9 @@ const HttpProviderConfig = Schema.Struct({
   timeouts: Schema.optional(Timeouts),
   maxTokensField: Schema.optional(MaxTokensField),
   /** `openai` providers: keep Anthropic `cache_control` markers when translating (default: on for openrouter.ai). */
-  cacheControl: Schema.optional(Schema.Boolean)
+  cacheControl: Schema.optional(Schema.Boolean),
+  /** `openai` providers: hand thinking back as `reasoning_content` (default: on for DeepSeek's and Moonshot's APIs). */
+  reasoningContent: Schema.optional(Schema.Boolean)
 })
 
 /** The local, offline speech engine: no URL, no key. */

@@ -26,6 +26,12 @@ export interface ChatRequestOptions {
    */
   readonly cacheControl?: boolean | undefined
   /**
+   * Hand an assistant turn's thinking back as `reasoning_content` (DeepSeek, Kimi: their thinking models refuse a
+   * tool loop's assistant turn without it, "Missing `reasoning_content` field"). A turn with tool calls and no
+   * thinking gets `""`. Off by default: strict OpenAI-schema servers refuse unknown keys in messages.
+   */
+  readonly reasoningContent?: boolean | undefined
+  /**
    * The field that caps the output: `max_tokens` (most OpenAI-compatible servers) or `max_completion_tokens` (OpenAI,
    * whose reasoning models refuse `max_tokens`). Default `max_tokens`.
    */
@@ -197,6 +203,7 @@ const assistantMessage = (content: unknown, options: ChatRequestOptions): JsonOb
   const blocks = asArray(content) ?? fail("invalid_request", "message content must be a string or an array")
   const texts: Array<JsonObject> = []
   const toolCalls: Array<JsonObject> = []
+  const thinking: Array<string> = []
   for (const item of blocks) {
     const block = asObject(item) ?? fail("invalid_request", "content block must be an object")
     switch (block.type) {
@@ -211,6 +218,8 @@ const assistantMessage = (content: unknown, options: ChatRequestOptions): JsonOb
         })
         break
       case "thinking":
+        if (typeof block.thinking === "string") thinking.push(block.thinking)
+        break
       case "redacted_thinking":
         break
       default:
@@ -229,6 +238,9 @@ const assistantMessage = (content: unknown, options: ChatRequestOptions): JsonOb
       : null
   }
   if (toolCalls.length > 0) message.tool_calls = toolCalls
+  if (options.reasoningContent === true && (thinking.length > 0 || toolCalls.length > 0)) {
+    message.reasoning_content = thinking.join("")
+  }
   return message
 }
 

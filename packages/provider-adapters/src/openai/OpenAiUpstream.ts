@@ -34,6 +34,24 @@ export interface OpenAiOptions {
    * servers refuse unknown keys in content parts).
    */
   readonly cacheControl?: boolean | undefined
+  /**
+   * Hand an assistant turn's thinking back as `reasoning_content` when translating a `/v1/messages` request (see
+   * `ChatRequestOptions.reasoningContent`): on for DeepSeek and Moonshot (Kimi), whose thinking models require it in a
+   * tool loop, off elsewhere.
+   */
+  readonly reasoningContent?: boolean | undefined
+}
+
+/** The hosts whose thinking models require an assistant turn's reasoning back as `reasoning_content`. */
+const REASONING_CONTENT_HOSTS = new Set(["api.deepseek.com", "api.moonshot.ai", "api.moonshot.cn"])
+
+/** Whether a provider gets thinking back as `reasoning_content` by default: on DeepSeek's and Moonshot's APIs. */
+export const defaultReasoningContent = (baseUrl: string): boolean => {
+  try {
+    return REASONING_CONTENT_HOSTS.has(new URL(baseUrl).hostname)
+  } catch {
+    return false
+  }
 }
 
 /** Whether a provider keeps cache markers by default: on openrouter.ai only. */
@@ -115,11 +133,13 @@ export const make = (options: OpenAiOptions): Effect.Effect<Upstream.UpstreamSer
 
     const maxTokensField = options.maxTokensField ?? defaultMaxTokensField(options.baseUrl)
     const cacheControl = options.cacheControl ?? defaultCacheControl(options.baseUrl)
+    const reasoningContent = options.reasoningContent ?? defaultReasoningContent(options.baseUrl)
     const translate = (call: Upstream.MessagesCall, stream: boolean) =>
       OpenAiTranslate.toChatRequest(call.body, {
         upstreamModel: call.endpoint.upstreamModel,
         stream,
         cacheControl,
+        reasoningContent,
         maxTokensField: call.endpoint.maxTokensField ?? maxTokensField,
         supportsDocuments: call.endpoint.inputModalities?.includes("file") ?? false,
         supportsReasoning: call.endpoint.supportedParameters?.some((p) =>

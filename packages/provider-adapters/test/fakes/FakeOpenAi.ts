@@ -233,6 +233,8 @@ const protocol: Protocol = {
           content: reply.text === undefined || (calls.length > 0 && reply.text === "") ? null : reply.text,
           refusal: null,
           annotations: [],
+          // DeepSeek's and Kimi's field for a thinking model's reasoning
+          ...(reply.thinking === undefined ? {} : { reasoning_content: reply.thinking }),
           ...(calls.length > 0
             ? {
               tool_calls: calls.map((call) => ({
@@ -271,6 +273,7 @@ const protocol: Protocol = {
         })
       }\n\n`
     const events = [chunk({ role: "assistant", content: "", refusal: null })]
+    for (const reasoning_content of splitWords(reply.thinking ?? "")) events.push(chunk({ reasoning_content }))
     for (const content of splitWords(reply.text ?? "")) events.push(chunk({ content }))
     callsOf(reply, ids).forEach((call, index) => {
       events.push(
