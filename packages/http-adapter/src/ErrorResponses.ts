@@ -41,7 +41,7 @@ const headersOf = (error: GatewayError.GatewayError, requestId: string, family: 
     headers["retry-after"] = String(Math.max(1, Math.ceil(error.retryAfterMs / 1000)))
   }
   if (error._tag === "PayloadTooLarge") headers.connection = "close"
-  if (error._tag === "RateLimited" || error._tag === "BudgetExceeded") {
+  if (error._tag === "RateLimited" || error._tag === "BudgetExceeded" || error._tag === "InvalidRequest") {
     QuotaHeaders.add(headers, family, error.quota, Date.now())
   }
   return headers

@@ -4,7 +4,7 @@
  * and `-reset` as an RFC 3339 time), elsewhere OpenAI's (`x-ratelimit-remaining-requests`, `-input-tokens`,
  * `-output-tokens`, with `x-ratelimit-reset-*` as a duration such as `12s`). The budget has no provider convention:
  * `x-service-budget-limit`, `-remaining` (USD) and `-reset` (RFC 3339), on every route. Sent on answers and on the
- * gateway's own 429 and 402.
+ * gateway's own limit refusals: its 429 and 402, and the 400 of a request that can never fit a limit.
  */
 import type { GatewayError } from "@model-gateway/core"
 import { Limits } from "@model-gateway/core"

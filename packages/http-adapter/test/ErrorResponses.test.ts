@@ -79,6 +79,28 @@ describe("ErrorResponses", () => {
     assert.strictEqual(tooLarge.headers.connection, "close")
   })
 
+  it("tells the limits in the headers of a 400 that can never fit them, and of a 402, in each family's names", () => {
+    const quota = {
+      outputTokens: { limit: 1000, remaining: 900, resetsAt: Date.now() + 30_000 },
+      budget: { limit: 5_000_000, remaining: 4_000_000, resetsAt: Date.UTC(2030, 0, 1) }
+    }
+    const never = new GatewayError.InvalidRequest({ message: "max_tokens (1001) ...", param: "max_tokens", quota })
+    const messages = ErrorResponses.messages(never, "r").headers
+    assert.strictEqual(messages["anthropic-ratelimit-output-tokens-limit"], "1000")
+    assert.strictEqual(messages["anthropic-ratelimit-output-tokens-remaining"], "900")
+    assert.strictEqual(messages["x-service-budget-remaining"], "0.004")
+    const openai = ErrorResponses.openai(never, "r").headers
+    assert.strictEqual(openai["x-ratelimit-remaining-output-tokens"], "900")
+    assert.match(openai["x-ratelimit-reset-output-tokens"], /^\d+s$/)
+    assert.isUndefined(openai["retry-after"])
+    const dear = ErrorResponses.generic(new GatewayError.BudgetExceeded({ message: "dear", quota }), "r")
+    assert.strictEqual(dear.status, 402)
+    assert.strictEqual(dear.headers["x-service-budget-limit"], "0.005")
+    // A field error is not about the limits: no headers.
+    const plain = ErrorResponses.messages(new GatewayError.InvalidRequest({ message: "bad" }), "r").headers
+    assert.deepStrictEqual(Object.keys(plain).sort(), ["content-type", "request-id"])
+  })
+
   it("answers a wrong method 405 with Allow in each family", () => {
     const messages = ErrorResponses.methodNotAllowed("messages", "GET", "/v1/messages", "POST", "r")
     assert.strictEqual(messages.status, 405)

@@ -1,7 +1,8 @@
 /**
  * The gateway's own limits through the server, in one process: requests and tokens per minute per key and per
- * workspace (429 with `retry-after`), budgets (402), requests that can never fit (400), the remaining quota in
- * response headers, reservations settled with a stream's real usage and released when the client goes away.
+ * workspace (429 with `retry-after`), budgets (402), requests that can never fit (400, or 402 above a whole budget),
+ * the remaining quota in response headers (on those refusals too), reservations settled with a stream's real usage
+ * and released when the client goes away.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest"
 import type { Harness } from "./harness.js"
@@ -17,6 +18,7 @@ const SPEECHLESS = "mg-test-limits-openai"
 const FAILED_KEY = "mg-test-limits-failed"
 const SPEECH_KEY = "mg-test-limits-speech"
 const CUT_KEY = "mg-test-limits-cut"
+const DEAR_KEY = "mg-test-limits-dear"
 
 let h: Harness
 
@@ -33,7 +35,9 @@ beforeAll(async () => {
       { key: SPEECHLESS, workspace: "openai", limits: { requestsPerMinute: 2 } },
       { key: FAILED_KEY, workspace: "failed", limits: { requestsPerMinute: 1 } },
       { key: SPEECH_KEY, workspace: "speech", limits: { requestsPerMinute: 1, budget: { usd: 1 } } },
-      { key: CUT_KEY, workspace: "cut", limits: { outputTokensPerMinute: 1000 } }
+      { key: CUT_KEY, workspace: "cut", limits: { outputTokensPerMinute: 1000 } },
+      // Less than one request costs at most (max_tokens 10 at $0.000015 is $0.00015 already).
+      { key: DEAR_KEY, workspace: "dear", limits: { budget: { usd: "0.0001", period: "day" } } }
     ],
     models: {
       "acme/tts": {
@@ -125,12 +129,45 @@ describe("requests per minute", () => {
 })
 
 describe("tokens per minute", () => {
-  it("max_tokens above the per-minute output limit can never fit: 400, not 429", async () => {
+  it("max_tokens above the per-minute output limit can never fit: 400, not 429, with the limit headers", async () => {
+    const ok = await send(TOKENS_KEY, { max_tokens: 100 })
+    expect(ok.status).toBe(200)
+    await ok.text()
+    await new Promise((r) => setTimeout(r, 50))
     const response = await send(TOKENS_KEY, { max_tokens: 1001 })
     expect(response.status).toBe(400)
+    expect(response.headers.get("anthropic-ratelimit-output-tokens-limit")).toBe("1000")
+    // What the first request used is counted (settled to its usage, at most its 100).
+    const remaining = Number(response.headers.get("anthropic-ratelimit-output-tokens-remaining"))
+    expect(remaining).toBeGreaterThanOrEqual(900)
+    expect(remaining).toBeLessThan(1000)
+    expect(Date.parse(response.headers.get("anthropic-ratelimit-output-tokens-reset")!)).toBeGreaterThan(Date.now())
+    expect(response.headers.get("anthropic-ratelimit-input-tokens-limit")).toBe("50000")
+    expect(response.headers.get("retry-after")).toBeNull()
     const body = await json(response)
     expect(body.error.type).toBe("invalid_request_error")
     expect(body.error.message).toMatch(/max_tokens \(1001\).*1000 output tokens per minute/)
+    // Nothing was reserved for it.
+    const next = await send(TOKENS_KEY, { max_tokens: 10 })
+    expect(next.headers.get("anthropic-ratelimit-output-tokens-remaining")).toBe(String(remaining - 10))
+    await next.text()
+  })
+
+  it("on an OpenAI route, the 400 of a request that can never fit has OpenAI's limit headers", async () => {
+    const response = await fetch(`${h.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${TOKENS_KEY}` },
+      body: JSON.stringify({ model: "acme/gpt", max_tokens: 1001, messages: [{ role: "user", content: "Hi" }] })
+    })
+    expect(response.status).toBe(400)
+    expect(response.headers.get("x-ratelimit-limit-output-tokens")).toBe("1000")
+    expect(response.headers.get("x-ratelimit-remaining-output-tokens")).toBe("1000")
+    expect(response.headers.get("x-ratelimit-reset-output-tokens")).toMatch(/^\d+s$/)
+    expect(response.headers.get("x-ratelimit-limit-input-tokens")).toBe("50000")
+    expect(response.headers.get("anthropic-ratelimit-output-tokens-limit")).toBeNull()
+    expect(await json(response)).toMatchObject({
+      error: { code: 400, type: "invalid_request_error", param: "max_tokens" }
+    })
   })
 
   it("a stream reserves max_tokens and settles with its real usage when it ends", async () => {
@@ -183,6 +220,29 @@ describe("budget", () => {
     expect(await json(openai)).toMatchObject({
       error: { code: 402, type: "insufficient_quota", metadata: { openai_code: "insufficient_quota" } }
     })
+  })
+})
+
+describe("a request that may cost more than the whole budget", () => {
+  it("is a 402 with the budget headers, on the messages and the OpenAI routes", async () => {
+    const refused = await send(DEAR_KEY, {})
+    expect(refused.status).toBe(402)
+    expect(refused.headers.get("x-service-budget-limit")).toBe("0.0001")
+    expect(refused.headers.get("x-service-budget-remaining")).toBe("0.0001")
+    expect(Date.parse(refused.headers.get("x-service-budget-reset")!)).toBeGreaterThan(Date.now())
+    const body = await json(refused)
+    expect(body).toMatchObject({ type: "error", error: { type: "billing_error" } })
+    expect(body.error.message).toMatch(/whole budget of \$0\.0001 per day/)
+    const openai = await fetch(`${h.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${DEAR_KEY}` },
+      body: JSON.stringify({ model: "anthro/claude", max_tokens: 10, messages: [{ role: "user", content: "Hi" }] })
+    })
+    expect(openai.status).toBe(402)
+    expect(openai.headers.get("x-service-budget-limit")).toBe("0.0001")
+    expect(openai.headers.get("x-service-budget-remaining")).toBe("0.0001")
+    expect(await json(openai)).toMatchObject({ error: { code: 402, type: "insufficient_quota" } })
+    expect(h.anthropic.requests).toHaveLength(0)
   })
 })
 

@@ -30,6 +30,8 @@ export const make: Effect.Effect<QuotaStore.QuotaStoreService> = Effect.sync(() 
         if (next !== undefined) write(request.scopes, next)
         return result
       }),
+    status: (scopes, now) =>
+      Effect.sync(() => scopes.map(({ limits, scope }) => QuotaCounters.status(read(scope), limits, now))),
     settle,
     release: (reservation, now) =>
       settle(reservation, { requests: 0, inputTokens: 0, outputTokens: 0, costNanoUsd: 0 }, now)

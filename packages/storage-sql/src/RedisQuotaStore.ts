@@ -1,8 +1,9 @@
 /**
  * `QuotaStore` over Redis (ioredis): one hash per scope (`<prefix>q:<scope>`), fields `t<slot>` (the second of a
  * bucket), `r<slot>`, `i<slot>`, `o<slot>` (requests, input and output tokens in it), `p` (the budget period) and `c`
- * (nano-USD spent in it). Each operation is one Lua script, so it is atomic across every gateway process that shares
- * the Redis: the scripts run the same rules as core's `QuotaCounters` (the contract suite checks both). Times come
+ * (nano-USD spent in it). Each operation that changes them is one Lua script, so it is atomic across every gateway
+ * process that shares the Redis: the scripts run the same rules as core's `QuotaCounters` (the contract suite checks
+ * both); `status`, which changes nothing, reads the hashes and counts them with `QuotaCounters` itself. Times come
  * from the gateway's clock, so the processes' clocks should agree (NTP); amounts travel as integer strings, and are
  * added with HINCRBY, so no spending is ever rounded. `ioredis` is loaded when the layer is built, not before.
  */
@@ -207,6 +208,24 @@ const statusOf = (
 
 const METRICS: ReadonlyArray<QuotaCounters.Metric> = ["requests", "inputTokens", "outputTokens"]
 
+/** A scope's hash (`HGETALL`; empty when it has none) as core's counters. */
+const countersOf = (hash: Record<string, string>): QuotaCounters.Counters => {
+  const slots = (name: string) => Array.from({ length: WINDOW }, (_, i) => Number(hash[`${name}${i}`] ?? 0))
+  return {
+    stamps: slots("t"),
+    requests: slots("r"),
+    inputTokens: slots("i"),
+    outputTokens: slots("o"),
+    period: hash.p ?? null,
+    spent: Number(hash.c ?? 0)
+  }
+}
+
+const unavailable = (cause: unknown) =>
+  new GatewayError.Unavailable({
+    message: `the limits store (Redis) cannot be reached: ${cause instanceof Error ? cause.message : cause}`
+  })
+
 /** Builds the store over a connected client. */
 export const fromClient = (
   client: Redis,
@@ -243,10 +262,7 @@ export const fromClient = (
         }
         return redis.quotaReserve(scopes.length, ...args)
       },
-      catch: (cause) =>
-        new GatewayError.Unavailable({
-          message: `the limits store (Redis) cannot be reached: ${cause instanceof Error ? cause.message : cause}`
-        })
+      catch: unavailable
     }).pipe(Effect.map((values): QuotaStore.ReserveResult => {
       const { now, scopes } = request
       const status = scopes.map(({ limits }, k) => statusOf(limits, values, 4 + k * 7, now))
@@ -282,6 +298,15 @@ export const fromClient = (
       return { _tag: "Refused", scope, refusal, status }
     }))
 
+  // A plain read of the scopes' hashes, counted by core's rules (the ones the reserve script mirrors).
+  const status = (scopes: ReadonlyArray<QuotaStore.ScopeLimits>, now: number) =>
+    Effect.tryPromise({
+      try: () => Promise.all(scopes.map(({ scope }) => client.hgetall(keyOf(scope)))),
+      catch: unavailable
+    }).pipe(
+      Effect.map((hashes) => scopes.map(({ limits }, k) => QuotaCounters.status(countersOf(hashes[k]), limits, now)))
+    )
+
   const settle = (reservation: QuotaStore.Reservation, used: Limits.Amounts, now: number) => {
     const delta = Limits.minus(used, reservation.amounts)
     return Effect.tryPromise(() =>
@@ -304,6 +329,7 @@ export const fromClient = (
 
   return QuotaStore.QuotaStore.of({
     reserve,
+    status,
     settle,
     release: (reservation, now) => settle(reservation, Limits.zero, now)
   })

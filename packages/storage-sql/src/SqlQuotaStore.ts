@@ -64,6 +64,18 @@ export const make: Effect.Effect<QuotaStore.QuotaStoreService, never, SqlClient.
       return result
     }).pipe(sql.withTransaction, Effect.mapError(unavailable))
 
+  // A plain read: no row is created or locked, and a scope without one has counted nothing.
+  const status = (scopes: ReadonlyArray<QuotaStore.ScopeLimits>, now: number) =>
+    Effect.gen(function*() {
+      if (scopes.length === 0) return []
+      const rows = yield* sql<{ readonly scope: string; readonly state: string }>`SELECT scope, state
+        FROM mg_quota_counters WHERE ${sql.in("scope", [...new Set(scopes.map((s) => s.scope))])}`
+      const byScope = new Map(rows.map((row) => [row.scope, parse(row.state)]))
+      return scopes.map(({ limits, scope }) =>
+        QuotaCounters.status(byScope.get(scope) ?? QuotaCounters.empty(), limits, now)
+      )
+    }).pipe(Effect.mapError(unavailable))
+
   const settle = (reservation: QuotaStore.Reservation, used: Limits.Amounts, now: number) =>
     Effect.gen(function*() {
       const counters = yield* locked(reservation.scopes.map((s) => s.scope), now)
@@ -75,6 +87,7 @@ export const make: Effect.Effect<QuotaStore.QuotaStoreService, never, SqlClient.
 
   return QuotaStore.QuotaStore.of({
     reserve,
+    status,
     settle,
     release: (reservation, now) => settle(reservation, NOTHING, now)
   })

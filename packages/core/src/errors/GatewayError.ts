@@ -8,10 +8,25 @@ const fields = {
   message: Schema.String
 }
 
+const Remaining = Schema.Struct({ limit: Schema.Number, remaining: Schema.Number, resetsAt: Schema.Number })
+
+/**
+ * What is left of the gateway's own limits of a key or workspace (see `limits/Quotas`), told in response headers: per
+ * limit, its size, what remains and when it is whole again (epoch ms); the budget in nano-USD.
+ */
+export const QuotaStatus = Schema.Struct({
+  requests: Schema.optional(Remaining),
+  inputTokens: Schema.optional(Remaining),
+  outputTokens: Schema.optional(Remaining),
+  budget: Schema.optional(Remaining)
+})
+
 /** 400: the request is malformed or breaks a rule of the interface. `param` names the offending field path. */
 export class InvalidRequest extends Schema.TaggedError<InvalidRequest>()("InvalidRequest", {
   ...fields,
-  param: Schema.optional(Schema.String)
+  param: Schema.optional(Schema.String),
+  /** The gateway's limits, when the request can never fit one of them (see `limits/Quotas`). */
+  quota: Schema.optional(QuotaStatus)
 }) {}
 
 /** 401: missing or unknown credentials. */
@@ -34,19 +49,6 @@ export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", fields)
 
 /** 413: the request body is larger than the configured limit. */
 export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", fields) {}
-
-const Remaining = Schema.Struct({ limit: Schema.Number, remaining: Schema.Number, resetsAt: Schema.Number })
-
-/**
- * What is left of the gateway's own limits of a key or workspace (see `limits/Quotas`), told in response headers: per
- * limit, its size, what remains and when it is whole again (epoch ms); the budget in nano-USD.
- */
-export const QuotaStatus = Schema.Struct({
-  requests: Schema.optional(Remaining),
-  inputTokens: Schema.optional(Remaining),
-  outputTokens: Schema.optional(Remaining),
-  budget: Schema.optional(Remaining)
-})
 
 /** 429: rate limited (by the gateway or by every upstream that was tried). */
 export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {

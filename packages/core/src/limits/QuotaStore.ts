@@ -53,6 +53,14 @@ export interface QuotaStoreService {
   /** Checks every scope and adds the amounts to all of them, atomically; or refuses and adds nothing. */
   readonly reserve: (request: ReserveRequest) => Effect.Effect<ReserveResult, GatewayError.Unavailable>
   /**
+   * What is left of each scope's limits at `now` (in the order of `scopes`), read without reserving or creating
+   * anything: for a refusal decided before `reserve` (a request that can never fit), told in the same headers.
+   */
+  readonly status: (
+    scopes: ReadonlyArray<ScopeLimits>,
+    now: number
+  ) => Effect.Effect<ReadonlyArray<QuotaCounters.ScopeStatus>, GatewayError.Unavailable>
+  /**
    * Corrects a reservation to what the request used (its usage record's tokens and cost). Never fails: a store that
    * cannot be reached loses the correction (logged), it does not fail a request that is answered already.
    */

@@ -4,7 +4,9 @@
  * cap and the most it can cost, against its key's and its workspace's limits. The usage record settles the
  * reservation with what was used (a stream when it ends); a request that got no answer, or whose client went away
  * first, releases it. Over a rate: 429 with the time until the window has room; over the budget: 402; a request that
- * could never fit (its output cap above the per-minute limit): 400.
+ * could never fit (its output cap or prompt above a per-minute limit): 400, and one that may cost more than a whole
+ * budget: 402. A refusal carries what is left of the limits (`quota`) for the response headers: those two, decided
+ * before the counters, read it from the store (`QuotaStore.status`), and go without it when the store cannot be read.
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -185,6 +187,15 @@ const refusalOf = (
   })
 }
 
+/** A refusal of `amountsOf` with the status of the limits, for its headers. */
+const withQuota = (
+  refusal: GatewayError.InvalidRequest | GatewayError.BudgetExceeded,
+  quota: QuotaStatus
+): GatewayError.InvalidRequest | GatewayError.BudgetExceeded =>
+  refusal._tag === "InvalidRequest"
+    ? new GatewayError.InvalidRequest({ message: refusal.message, param: refusal.param, quota })
+    : new GatewayError.BudgetExceeded({ message: refusal.message, quota })
+
 /** What a charged request used, as its limits count it. */
 export const usedOf = (usage: Cost.BilledUsage, cost: string): Amounts => ({
   requests: 1,
@@ -227,9 +238,21 @@ export const make = (options: QuotasOptions = {}): Effect.Effect<QuotasService, 
         release: finish((now) => store.release(reservation, now))
       }
     }
+    // A request that can never fit is refused before the counters; it is told what is left of its limits all the
+    // same, read from the store (only refusals pay for that read). A store that cannot be read leaves the refusal
+    // without them: it stands whatever the counters say.
+    const never = (
+      scopes: ReadonlyArray<ScopeLimits>,
+      refusal: GatewayError.InvalidRequest | GatewayError.BudgetExceeded,
+      now: number
+    ) =>
+      Effect.flatMap(
+        Effect.orElseSucceed(Effect.map(store.status(scopes, now), merge), () => undefined),
+        (quota) => Effect.fail(quota === undefined ? refusal : withQuota(refusal, quota))
+      )
     const admit: QuotasService["admit"] = (scopes, demand, now) => {
       const amounts = amountsOf(scopes, demand)
-      if (!("requests" in amounts)) return Effect.fail(amounts)
+      if (!("requests" in amounts)) return never(scopes, amounts, now)
       return Effect.flatMap(store.reserve({ scopes, amounts, now }), (result) => {
         const quota = merge(result.status)
         return result._tag === "Reserved"

@@ -4,7 +4,7 @@
  */
 import { assert, describe, layer as layerTest } from "@effect/vitest"
 import type { Limits } from "@model-gateway/core"
-import { QuotaStore } from "@model-gateway/core"
+import { QuotaCounters, QuotaStore } from "@model-gateway/core"
 import type { Layer } from "effect"
 import { Effect } from "effect"
 
@@ -93,6 +93,44 @@ export const quotaStoreContract = (name: string, layer: Layer.Layer<QuotaStore.Q
           reserved(
             yield* store.reserve({ scopes, amounts: amounts({ costNanoUsd: 3_000 }), now: Date.UTC(2024, 0, 2) })
           )
+        }))
+    })
+
+    describe("status", () => {
+      it.effect("tells what is left as a reservation's status does, without reserving anything", () =>
+        Effect.gen(function*() {
+          const store = yield* QuotaStore.QuotaStore
+          const key = {
+            scope: unique("key"),
+            limits: {
+              requestsPerMinute: 5,
+              outputTokensPerMinute: 1_000,
+              budget: { nanoUsd: 10_000, period: "day" as const }
+            }
+          }
+          const workspace = { scope: unique("workspace"), limits: { inputTokensPerMinute: 100 } }
+          const scopes = [key, workspace]
+          assert.deepStrictEqual(
+            yield* store.status(scopes, T0 + 500),
+            scopes.map(({ limits }) => QuotaCounters.status(QuotaCounters.empty(), limits, T0 + 500))
+          )
+          const result = yield* store.reserve({
+            scopes,
+            amounts: amounts({ inputTokens: 40, outputTokens: 300, costNanoUsd: 2_500 }),
+            now: T0 + 1_000
+          })
+          assert.strictEqual(result._tag, "Reserved")
+          assert.deepStrictEqual(yield* store.status(scopes, T0 + 1_000), result.status)
+          // Reading took nothing: the same again, and a reservation after it sees only the first.
+          assert.deepStrictEqual(yield* store.status(scopes, T0 + 1_000), result.status)
+          const next = yield* store.reserve({ scopes, amounts: amounts(), now: T0 + 1_000 })
+          assert.strictEqual(next._tag === "Reserved" && next.status[0].requests?.remaining, 3)
+          // A minute on, the window is empty again; the day's spending is not.
+          const later = yield* store.status(scopes, T0 + 62_000)
+          assert.strictEqual(later[0].requests?.remaining, 5)
+          assert.strictEqual(later[0].outputTokens?.remaining, 1_000)
+          assert.strictEqual(later[0].budget?.remaining, 7_500)
+          assert.strictEqual(later[1].inputTokens?.remaining, 100)
         }))
     })
 
