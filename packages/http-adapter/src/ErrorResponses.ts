@@ -184,6 +184,13 @@ export const of = (family: Family): (error: GatewayError.GatewayError, requestId
   }
 }
 
+/**
+ * The 500 a binding answers when a defect escaped the handler (a bug): the family's body for an `InternalError`, with
+ * `requestId` in its `request-id` header (and the messages body's `request_id`), and nothing of the defect.
+ */
+export const internalError = (family: Family, requestId: string): GatewayResponse =>
+  of(family)(new GatewayError.InternalError({ message: "Internal error" }), requestId)
+
 /** A 405 for a known path asked with a method it does not serve, with `Allow` listing those it does. */
 export const methodNotAllowed = (
   family: Family,

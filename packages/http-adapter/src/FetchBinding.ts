@@ -3,11 +3,15 @@
  * Bun, Deno or Workers. An aborted request signal interrupts the handler and so the upstream.
  */
 import { GatewayError } from "@model-gateway/core"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import type * as ManagedRuntime from "effect/ManagedRuntime"
+import * as Runtime from "effect/Runtime"
 import * as Stream from "effect/Stream"
 import type { GatewayRequest, GatewayResponse, Handler, HandlerRequirements } from "./GatewayHttp.js"
-import { bytesOf } from "./HttpTypes.js"
+import { internalError } from "./GatewayHttp.js"
+import { bytesOf, newRequestId } from "./HttpTypes.js"
 
 export interface FetchOptions {
   /** Largest accepted request body in bytes; default 32 MiB. */
@@ -49,8 +53,8 @@ const readBody = (request: Request, limit: number) =>
         : new GatewayError.InvalidRequest({ message: `Could not read request body: ${String(e)}` })
   })
 
-/** Adapts a web Request to the gateway's description. */
-export const toGatewayRequest = (request: Request, options: FetchOptions = {}): GatewayRequest => {
+/** Adapts a web Request to the gateway's description, with the id the binding made for it, if any. */
+export const toGatewayRequest = (request: Request, options: FetchOptions = {}, requestId?: string): GatewayRequest => {
   const url = new URL(request.url)
   let path = url.pathname
   if (options.mountPath !== undefined && path.startsWith(options.mountPath)) {
@@ -66,7 +70,8 @@ export const toGatewayRequest = (request: Request, options: FetchOptions = {}): 
     query: url.search.slice(1),
     headers,
     body: readBody(request, options.maxBodyBytes ?? 32 * 1024 * 1024),
-    bodyUpTo: (limit) => readBody(request, limit)
+    bodyUpTo: (limit) => readBody(request, limit),
+    requestId
   }
 }
 
@@ -92,14 +97,25 @@ export const toResponse = (response: GatewayResponse): Response => {
   }
 }
 
-/** A fetch handler for the gateway, driven by a runtime the caller built once. */
+/**
+ * A fetch handler for the gateway, driven by a runtime the caller built once. A defect (the handler cannot fail
+ * otherwise) is answered 500 in the error body of the route's family, with the request's id, and logged; an aborted
+ * request rejects, as `runPromise` does.
+ */
 export const makeFetchHandler = <E>(
   runtime: ManagedRuntime.ManagedRuntime<HandlerRequirements, E>,
   handler: Handler,
   options: FetchOptions = {}
 ) =>
-(request: Request): Promise<Response> =>
-  runtime.runPromise(
-    Effect.map(handler(toGatewayRequest(request, options)), toResponse),
-    { signal: request.signal }
+(request: Request): Promise<Response> => {
+  const requestId = newRequestId()
+  const described = toGatewayRequest(request, options, requestId)
+  return runtime.runPromiseExit(Effect.map(handler(described), toResponse), { signal: request.signal }).then(
+    (exit) => {
+      if (Exit.isSuccess(exit)) return exit.value
+      if (Cause.isInterruptedOnly(exit.cause)) throw Runtime.makeFiberFailure(exit.cause)
+      runtime.runFork(Effect.logError("request failed", exit.cause))
+      return toResponse(internalError(handler, described, requestId))
+    }
   )
+}

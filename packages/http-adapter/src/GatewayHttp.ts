@@ -20,6 +20,7 @@ import * as Effect from "effect/Effect"
 import * as BatchesRoute from "./BatchesRoute.js"
 import * as Cors from "./Cors.js"
 import * as EndpointsRoute from "./EndpointsRoute.js"
+import * as ErrorResponses from "./ErrorResponses.js"
 import type { GatewayRequest, GatewayResponse } from "./HttpTypes.js"
 import * as InternChatRoute from "./InternChatRoute.js"
 import * as InternsRoute from "./InternsRoute.js"
@@ -39,7 +40,21 @@ export interface HandlerOptions {
   readonly cors?: Cors.CorsOptions | undefined
 }
 
-export type Handler = (request: GatewayRequest) => Effect.Effect<GatewayResponse, never, HandlerRequirements>
+/** The gateway as one request handler; it fails with nothing (every failure is an answer), it can only die. */
+export interface Handler {
+  (request: GatewayRequest): Effect.Effect<GatewayResponse, never, HandlerRequirements>
+  /**
+   * The 500 a binding answers when the handler died (a defect escaped it): the error body of the request's route
+   * family, with `requestId`. `makeHandler`'s has it; for a handler without it, bindings use the generic body (see
+   * `internalError`).
+   */
+  readonly internalError?: ((request: GatewayRequest, requestId: string) => GatewayResponse) | undefined
+}
+
+/** What a binding answers, with `requestId`, for `request` when `handler` died: its family's 500, else the generic. */
+export const internalError = (handler: Handler, request: GatewayRequest, requestId: string): GatewayResponse =>
+  handler.internalError?.(request, requestId) ?? ErrorResponses.internalError("generic", requestId)
+
 /** The services the routes call. */
 export type Services =
   | MessagesService.MessagesService
@@ -104,5 +119,9 @@ export const routes = (basePath = "/v1"): ReadonlyArray<RouteTable.Route<Service
 export const makeHandler = (options: HandlerOptions = {}): Handler => {
   const table = RouteTable.make(routes(options.basePath))
   const dispatch = RouteDispatcher.make(table)
-  return options.cors === undefined ? dispatch : Cors.wrap(options.cors, table, dispatch)
+  const handler = options.cors === undefined ? dispatch : Cors.wrap(options.cors, table, dispatch)
+  return Object.assign(handler, {
+    internalError: (request: GatewayRequest, requestId: string) =>
+      ErrorResponses.internalError(RouteDispatcher.familyOf(table, request.path), requestId)
+  })
 }

@@ -35,7 +35,15 @@ export interface GatewayRequest {
    * limit.
    */
   readonly bodyUpTo?: ((maxBytes: number) => Effect.Effect<Uint8Array, BodyError>) | undefined
+  /**
+   * The request's id, when the binding made it (`newRequestId`): the dispatcher answers with it, so that a binding's
+   * last-resort 500 (the handler died) tells the same id. The dispatcher makes one when it is absent.
+   */
+  readonly requestId?: string | undefined
 }
+
+/** A new request id, as the gateway makes them: `req_` and 32 hex digits (the `request-id` header, `request_id`). */
+export const newRequestId = (): string => `req_${globalThis.crypto.randomUUID().replaceAll("-", "")}`
 
 /** Why a request body could not be read. */
 export type BodyError = GatewayError.PayloadTooLarge | GatewayError.InvalidRequest | GatewayError.RequestTimeout

@@ -11,6 +11,8 @@ import * as FiberId from "effect/FiberId"
 import type * as ManagedRuntime from "effect/ManagedRuntime"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import type { GatewayRequest, Handler, HandlerRequirements } from "./GatewayHttp.js"
+import { internalError } from "./GatewayHttp.js"
+import { newRequestId } from "./HttpTypes.js"
 import { BODY_IDLE_MS, collectBody, DEFAULT_MAX_BODY_BYTES, describe, readAhead, readBody } from "./NodeRequest.js"
 import { writeResponse } from "./NodeResponse.js"
 
@@ -52,12 +54,6 @@ export const toGatewayRequest = (req: IncomingMessage, options: NodeOptions = {}
  */
 const READ_AHEAD_BYTES = 256 * 1024
 
-const internalError = JSON.stringify({
-  type: "error",
-  error: { type: "api_error", message: "Internal error" },
-  request_id: null
-})
-
 /**
  * A `node:http` request listener for the gateway. `runtime` is built once by the composition root
  * and provides everything the handler needs.
@@ -76,19 +72,21 @@ export const makeListener = <E>(
     body: GatewayRequest["body"],
     bodyUpTo: NonNullable<GatewayRequest["bodyUpTo"]>
   ): void => {
+    // The id is made here rather than by the dispatcher, so that the answer to a defect can tell it too.
+    const requestId = newRequestId()
+    const request = describe(req, options, body, bodyUpTo, requestId)
     const fiber = runtime.runFork(
-      Effect.flatMap(
-        handler(describe(req, options, body, bodyUpTo)),
-        (response) => writeResponse(res, response, req, options)
-      )
+      Effect.flatMap(handler(request), (response) => writeResponse(res, response, req, options))
     )
-    // A defect (the handler cannot fail otherwise) still gets an answer. Watched from outside the fiber rather than
-    // with `catchAllDefect`, which would add Effect steps to every request for what should never happen.
+    // A defect (the handler cannot fail otherwise) still gets an answer: a 500 in the error body of the route's family,
+    // with the request's id. Watched from outside the fiber rather than with `catchAllDefect`, which would add Effect
+    // steps to every request for what should never happen.
     fiber.addObserver((exit) => {
       if (Exit.isSuccess(exit) || Cause.isInterruptedOnly(exit.cause)) return
       if (!res.headersSent) {
-        res.writeHead(500, { "content-type": "application/json" })
-        res.end(internalError)
+        const response = internalError(handler, request, requestId)
+        res.writeHead(response.status, response.headers)
+        res.end(response.body._tag === "Text" ? response.body.text : undefined)
       } else res.destroy()
       runtime.runFork(Effect.logError("request failed", exit.cause))
     })

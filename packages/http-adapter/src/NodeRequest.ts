@@ -82,12 +82,16 @@ export const readBody = (req: IncomingMessage, limit: number, idleMs: number) =>
     )
   })
 
-/** The gateway's description of `req`, its path under `options.mountPath`, its body read by `body` and `bodyUpTo`. */
+/**
+ * The gateway's description of `req`, its path under `options.mountPath`, its body read by `body` and `bodyUpTo`, with
+ * the id the binding made for it, if any.
+ */
 export const describe = (
   req: IncomingMessage,
   options: { readonly mountPath?: string | undefined },
   body: GatewayRequest["body"],
-  bodyUpTo: NonNullable<GatewayRequest["bodyUpTo"]>
+  bodyUpTo: NonNullable<GatewayRequest["bodyUpTo"]>,
+  requestId?: string
 ): GatewayRequest => {
   const url = req.url ?? "/"
   const q = url.indexOf("?")
@@ -100,7 +104,8 @@ export const describe = (
     query: q === -1 ? "" : url.slice(q + 1),
     headers: req.headers,
     body,
-    bodyUpTo
+    bodyUpTo,
+    requestId
   }
 }
 

@@ -14,7 +14,7 @@ import * as Option from "effect/Option"
 import * as ApiKeys from "./ApiKeys.js"
 import * as ErrorResponses from "./ErrorResponses.js"
 import type { GatewayRequest, GatewayResponse } from "./HttpTypes.js"
-import { header } from "./HttpTypes.js"
+import { header, newRequestId } from "./HttpTypes.js"
 import * as RequestHeaders from "./RequestHeaders.js"
 import * as RouteTable from "./RouteTable.js"
 
@@ -121,8 +121,6 @@ const invalidKey = () => new GatewayError.Unauthenticated({ message: "Invalid AP
 
 const managementOnly = () =>
   new GatewayError.PermissionDenied({ message: "Only management keys can perform this operation" })
-
-const newRequestId = (): string => `req_${globalThis.crypto.randomUUID().replaceAll("-", "")}`
 
 /** What is known of a request refused before any handler ran (or answered without a model, see `Recorded`). */
 export interface Refused {
@@ -325,7 +323,7 @@ export const make = <R>(
   table: RouteTable.Table<R>
 ): (request: GatewayRequest) => Effect.Effect<GatewayResponse, never, R | Requirements> =>
 (request) => {
-  const requestId = newRequestId()
+  const requestId = request.requestId ?? newRequestId()
   const found = table.find(request.path)
   if (found === undefined) return unmatched(table, request, requestId, undefined)
   const entry = found.handler
@@ -346,3 +344,10 @@ export const make = <R>(
     })
   })
 }
+
+/**
+ * The route family of a request's path: its route's, or for a path no route matches the one its 404 has. For the
+ * answer a binding gives when the handler dies (`ErrorResponses.internalError`).
+ */
+export const familyOf = <R>(table: RouteTable.Table<R>, path: string): RouteTable.Family =>
+  table.find(path)?.handler.family ?? table.familyOf(path)

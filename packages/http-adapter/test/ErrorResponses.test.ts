@@ -101,6 +101,28 @@ describe("ErrorResponses", () => {
     assert.deepStrictEqual(Object.keys(plain).sort(), ["content-type", "request-id"])
   })
 
+  it("answers a defect 500 in each family's body, with the request id", () => {
+    assert.deepStrictEqual(json(ErrorResponses.internalError("messages", "req_9")), {
+      type: "error",
+      error: { type: "api_error", message: "Internal error" },
+      request_id: "req_9"
+    })
+    assert.deepStrictEqual(json(ErrorResponses.internalError("openai", "req_9")).error, {
+      code: 500,
+      message: "Internal error",
+      type: "server_error",
+      param: null,
+      metadata: { reason: "internal_error", retryable: true }
+    })
+    const generic = ErrorResponses.internalError("generic", "req_9")
+    assert.strictEqual(generic.headers["request-id"], "req_9")
+    assert.deepStrictEqual(json(generic).error, {
+      code: 500,
+      message: "Internal error",
+      metadata: { reason: "internal_error", retryable: true }
+    })
+  })
+
   it("answers a wrong method 405 with Allow in each family", () => {
     const messages = ErrorResponses.methodNotAllowed("messages", "GET", "/v1/messages", "POST", "r")
     assert.strictEqual(messages.status, 405)

@@ -128,20 +128,24 @@ describe("NodeBinding", () => {
     expect(closed.after).toBeLessThan(3000)
   })
 
-  it("answers a defect with a 500 in the messages error shape, and keeps serving", async () => {
+  it("answers a defect with a 500 (a handler not the gateway's: the generic body), and keeps serving", async () => {
     let calls = 0
+    const ids: Array<string | undefined> = []
     const url = await listen((request) => {
       calls++
+      ids.push(request.requestId)
       return calls === 1 ? Effect.die(new Error("boom")) : echoSize(request)
     })
-    const failed = await post(url, "{}")
+    const failed = await fetch(`${url}/v1/messages`, { method: "POST", body: "{}" })
     expect(failed.status).toBe(500)
-    expect(failed.json).toEqual({
-      type: "error",
-      error: { type: "api_error", message: "Internal error" },
-      request_id: null
+    // The id the binding gave the request, which the dispatcher would have answered with.
+    expect(ids[0]).toMatch(/^req_[0-9a-f]{32}$/)
+    expect(failed.headers.get("request-id")).toBe(ids[0])
+    expect(await failed.json()).toEqual({
+      error: { code: 500, message: "Internal error", metadata: { reason: "internal_error", retryable: true } }
     })
     expect(await post(url, "{}")).toEqual({ status: 200, json: { size: 2 } })
+    expect(ids[1]).not.toBe(ids[0])
   })
 
   it("does not run the handler for a client that goes away before its small body has arrived", async () => {
@@ -275,7 +279,7 @@ describe("NodeBinding", () => {
     )
     const response = await fetch(`${url}/v1/messages`, { method: "POST", body: "{}" })
     expect(response.status).toBe(500)
-    expect(await response.json()).toMatchObject({ type: "error", error: { type: "api_error" } })
+    expect(await response.json()).toMatchObject({ error: { code: 500, message: "Internal error" } })
   })
 
   describe("claimed frames (the use cases' streams)", () => {
@@ -425,7 +429,7 @@ describe("NodeBinding", () => {
       pulled = false
       const bad = await fetch(`${url}/v1/messages`, { method: "POST", body: "{}" })
       expect(bad.status).toBe(500)
-      expect(await bad.json()).toMatchObject({ type: "error", error: { type: "api_error" } })
+      expect(await bad.json()).toMatchObject({ error: { code: 500, message: "Internal error" } })
       expect(releases).toBe(2)
     })
   })
