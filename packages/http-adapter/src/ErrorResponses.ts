@@ -37,6 +37,8 @@ const JSON_TYPE = "application/json"
 
 const headersOf = (error: GatewayError.GatewayError, requestId: string, family: Family): Record<string, string> => {
   const headers: Record<string, string> = { "content-type": JSON_TYPE, "request-id": requestId }
+  // OpenAI's name for it too: the openai SDK tells it as an error's `request_id`.
+  if (family === "openai") headers["x-request-id"] = requestId
   if (error._tag === "RateLimited" && error.retryAfterMs !== undefined) {
     headers["retry-after"] = String(Math.max(1, Math.ceil(error.retryAfterMs / 1000)))
   }

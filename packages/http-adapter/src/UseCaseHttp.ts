@@ -62,6 +62,8 @@ export const responseOf = (
       },
       body: new OutcomeBody(outcome)
     }
+  // OpenAI's name for the id too: the openai SDK tells it as a response's `_request_id`.
+  if (family === "openai") (response.headers as Record<string, string>)["x-request-id"] = requestId
   if (outcome.quota !== undefined) {
     QuotaHeaders.add(response.headers as Record<string, string>, family, outcome.quota, Date.now())
   }

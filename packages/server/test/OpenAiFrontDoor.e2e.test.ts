@@ -197,6 +197,29 @@ describe("pass-through to an OpenAI-compatible endpoint", () => {
   )
 })
 
+describe("the request id", () => {
+  it("reaches the openai SDK under OpenAI's header name too, on answers, streams and errors", async () => {
+    const params = { model: "acme/gpt", max_tokens: 20, messages: [{ role: "user" as const, content: "hi" }] }
+    const { data, response } = await client.chat.completions.create(params).withResponse()
+    expect(data._request_id).toMatch(/^req_[0-9a-f]{32}$/)
+    expect(response.headers.get("request-id")).toBe(data._request_id)
+    const { response: streamed } = await client.chat.completions.create({ ...params, stream: true }).withResponse()
+    expect(streamed.headers.get("x-request-id")).toBe(streamed.headers.get("request-id"))
+    const error = await client.chat.completions.create({ ...params, model: "nobody/nothing" }).catch((e) => e)
+    expect(error).toBeInstanceOf(OpenAI.NotFoundError)
+    expect(error.requestID).toMatch(/^req_[0-9a-f]{32}$/)
+    // the messages routes keep Anthropic's name alone
+    const messages = await fetch(`${h.url}/v1/messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-key": KEY, "anthropic-version": "2023-06-01" },
+      body: JSON.stringify(params)
+    })
+    expect(messages.status).toBe(200)
+    expect(messages.headers.get("request-id")).toMatch(/^req_/)
+    expect(messages.headers.get("x-request-id")).toBeNull()
+  })
+})
+
 describe("a streamed chat tool loop with thinking over an Anthropic upstream", () => {
   it("streams the signed thinking as reasoning_details, which the next turn hands back as Anthropic's blocks", async () => {
     const thinking = "The user wants the weather in Paris; I should call the tool."
