@@ -193,10 +193,9 @@ export const makeChunkTranslator = (options: ChunkTranslatorOptions): ChunkTrans
 
   // Anthropic block index → its number among the answer's `reasoning_details` (thinking and redacted thinking).
   const details = new Map<number, number>()
-  const detailOf = (index: number): number | undefined => details.get(index)
 
   const thinkingDelta = (out: Array<JsonObject>, index: number, thinking: unknown): void => {
-    const k = detailOf(index)
+    const k = details.get(index)
     if (typeof thinking === "string" && thinking !== "" && k !== undefined) {
       emit(out, {
         reasoning: thinking,
@@ -206,7 +205,7 @@ export const makeChunkTranslator = (options: ChunkTranslatorOptions): ChunkTrans
   }
 
   const signatureDelta = (out: Array<JsonObject>, index: number, signature: unknown): void => {
-    const k = detailOf(index)
+    const k = details.get(index)
     if (typeof signature === "string" && signature !== "" && k !== undefined) {
       emit(out, {
         reasoning_details: [ReasoningDetails.signatureFragment(signature, k)]
@@ -226,10 +225,10 @@ export const makeChunkTranslator = (options: ChunkTranslatorOptions): ChunkTrans
         thinkingDelta(out, index, block.thinking)
         signatureDelta(out, index, block.signature)
       }
-      const data = asString(block.data)
-      const k = detailOf(index)
-      if (block.type === "redacted_thinking" && data && k !== undefined) {
-        emit(out, { reasoning_details: [ReasoningDetails.encrypted(data, k)] })
+      if (block.type === "redacted_thinking") {
+        const data = asString(block.data)
+        const k = details.get(index)
+        if (data && k !== undefined) emit(out, { reasoning_details: [ReasoningDetails.encrypted(data, k)] })
       }
       return
     }
