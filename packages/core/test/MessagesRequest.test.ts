@@ -330,6 +330,16 @@ describe("MessagesRequest", () => {
           const full = Array.from({ length: 64 }, () => chars(1024))
           accepts(plugin({ [list]: full }))
           rejects(plugin({ [list]: [...full, "x"] }), param, "at most 65536 characters in total are allowed, got 65537")
+          // characters, not UTF-16 code units: 65 patterns of 512 emoji are 33,280 characters (66,560 code units)
+          const emoji = Array.from({ length: 65 }, () => "😀".repeat(512))
+          accepts(plugin({ [list]: emoji }))
+          const wide = Array.from({ length: 64 }, () => "😀".repeat(1024))
+          accepts(plugin({ [list]: wide }))
+          rejects(
+            plugin({ [list]: [...wide, "😀"] }),
+            param,
+            "at most 65536 characters in total are allowed, got 65537"
+          )
         })
 
         it(`${id} ${list}: an array of strings`, () => {

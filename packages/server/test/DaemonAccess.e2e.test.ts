@@ -191,7 +191,10 @@ describe("daemon access errors", () => {
 
   it("403 on a regional hostname, for daemon access and every intern route", async () => {
     const intern = await runningIntern("Regional")
-    for (const host of [REGIONAL_HOST, `${REGIONAL_HOST.toUpperCase()}:443`]) {
+    // a fully qualified name's trailing dot names the same host
+    for (
+      const host of [REGIONAL_HOST, `${REGIONAL_HOST.toUpperCase()}:443`, `${REGIONAL_HOST}.`, `${REGIONAL_HOST}.:443`]
+    ) {
       const refused = await reveal(intern.id, MEMBER_KEY, { host })
       expect([refused.status, refused.body.error.code, refused.body.error.metadata]).toEqual([
         403,

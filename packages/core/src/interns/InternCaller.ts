@@ -23,12 +23,16 @@ export const notFound = (id: string): NotFound => new NotFound({ message: `Inter
 
 const outsideProgramme = new NotFound({ message: "Not found" })
 
-/** A host name without its port, lower-cased: `EU.example.com:443` → `eu.example.com`. */
+/** A host name without its port or trailing dot, lower-cased: `EU.example.com.:443` → `eu.example.com`. */
 export const hostnameOf = (host: string): string => {
   const trimmed = host.trim().toLowerCase()
   if (trimmed.startsWith("[")) return trimmed.slice(0, trimmed.indexOf("]") + 1)
   const colon = trimmed.indexOf(":")
-  return colon === -1 ? trimmed : trimmed.slice(0, colon)
+  const name = colon === -1 ? trimmed : trimmed.slice(0, colon)
+  // A fully qualified name's trailing dot names the same host: `eu.example.com.` is `eu.example.com`.
+  let end = name.length
+  while (end > 0 && name.charCodeAt(end - 1) === 0x2e) end--
+  return name.slice(0, end)
 }
 
 /** Checks a caller against the programme and the regional hostnames; gives the workspace whose interns it sees. */

@@ -15,7 +15,7 @@ import type * as GatewayError from "../errors/GatewayError.js"
 import { Conflict, InvalidRequest, NotFound } from "../errors/GatewayError.js"
 import * as DaemonAccess from "./DaemonAccess.js"
 import type { Intern } from "./Intern.js"
-import { admit, type InternCaller, visible } from "./InternCaller.js"
+import { admit, hostnameOf, type InternCaller, visible } from "./InternCaller.js"
 import * as InternIds from "./InternIds.js"
 import * as InternLifecycle from "./InternLifecycle.js"
 import * as InternRequests from "./InternRequests.js"
@@ -75,7 +75,7 @@ export const make = (options: InternsOptions = {}) =>
     const runtime = yield* InternRuntime
     const catalogue = yield* Catalogue
     const fibers = yield* FiberMap.make<string>()
-    const regional: ReadonlySet<string> = new Set((options.regionalHostnames ?? []).map((h) => h.toLowerCase()))
+    const regional: ReadonlySet<string> = new Set((options.regionalHostnames ?? []).map(hostnameOf))
     const internId = InternIds.timeOrdered("intern_")
     const lifecycle: InternLifecycle.LifecyclePorts = { store, runtime, fibers }
     const reveals: DaemonAccess.RevealPorts = { store, runtime, revealId: InternIds.timeOrdered("reveal_") }

@@ -34,8 +34,12 @@ const PATTERNS_MAX_TOTAL_CHARS = 65536
 const ModelPatterns = arrayOf(maxChars(PATTERN_MAX_CHARS), "an array of model patterns").pipe(
   entries(0, PATTERNS_MAX_ITEMS, "pattern", "patterns"),
   Schema.filter((patterns) => {
+    // Code units first, an upper bound of the characters: only a total over the limit is counted exactly.
     let total = 0
-    for (const pattern of patterns) total += charCount(pattern, PATTERN_MAX_CHARS)
+    for (const pattern of patterns) total += pattern.length
+    if (total <= PATTERNS_MAX_TOTAL_CHARS) return true
+    total = 0
+    for (const pattern of patterns) total += charCount(pattern, 0)
     return total <= PATTERNS_MAX_TOTAL_CHARS ||
       `at most ${PATTERNS_MAX_TOTAL_CHARS} characters in total are allowed, got ${total}`
   }, { description: `at most ${PATTERNS_MAX_TOTAL_CHARS} characters in total` })
