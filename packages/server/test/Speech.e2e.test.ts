@@ -445,6 +445,13 @@ describe("errors: every status with the generic body", () => {
       [() => openai.script({ kind: "status", status: 529 }), "openai/tts", 529, errors.ProviderOverloadedResponseError],
       [() => openai.script({ kind: "status", status: 500 }), "openai/tts", 502, errors.BadGatewayResponseError],
       [() => openai.script({ kind: "status", status: 402 }), "openai/tts", 402, errors.PaymentRequiredResponseError],
+      // audio of another format than asked for, which would play as noise labelled as asked
+      [
+        () => openai.script({ kind: "status", status: 200, body: "RIFF", headers: { "content-type": "audio/wav" } }),
+        "openai/tts",
+        502,
+        errors.BadGatewayResponseError
+      ],
       [() => openai.script({ kind: "hang" }), "openai/tts", 524, errors.EdgeNetworkTimeoutResponseError],
       [() => undefined, "dead/tts", 503, errors.ServiceUnavailableResponseError]
     ]
@@ -474,5 +481,26 @@ describe("a speech model on /v1/messages", () => {
       body: JSON.stringify({ model: "local/espeak-ng", max_tokens: 10, messages: [{ role: "user", content: "hi" }] })
     })
     expect(response.status).toBe(400)
+  })
+
+  it("is a 400 naming the speech route for a remote speech model, on the chat routes too; a fallback skips it", async () => {
+    const ask = (path: string, body: object) =>
+      fetch(`${url}/v1/${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` },
+        body: JSON.stringify({ max_tokens: 10, messages: [{ role: "user", content: "hi" }], ...body })
+      })
+    for (const path of ["messages", "chat/completions"]) {
+      const before = openai.requests.length
+      const response = await ask(path, { model: "openai/tts" })
+      expect(response.status).toBe(400)
+      expect(JSON.stringify(await response.json())).toContain("does not answer in text")
+      expect(openai.requests.length).toBe(before)
+    }
+    // anthro/chat's endpoint refuses connections: the speech candidate is not tried in its place
+    const before = openai.requests.length
+    const skipped = await ask("messages", { model: "anthro/chat", models: ["openai/tts"] })
+    expect(skipped.status).toBe(503)
+    expect(openai.requests.length).toBe(before)
   })
 })

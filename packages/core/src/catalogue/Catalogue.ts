@@ -73,6 +73,10 @@ export interface Model {
   readonly scores?: Partial<Record<Task, number>> | undefined
 }
 
+/** Whether a model answers in text (its `outputModalities` name `text`, or none are given): not a speech-only model. */
+export const outputsText = (model: Model): boolean =>
+  model.outputModalities === undefined || model.outputModalities.length === 0 || model.outputModalities.includes("text")
+
 /** An immutable view of the catalogue; requests read one snapshot from start to end. */
 export interface CatalogueSnapshot {
   readonly models: ReadonlyMap<string, Model>

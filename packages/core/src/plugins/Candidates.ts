@@ -2,7 +2,7 @@
  * What the router plugins share: the routable models of a catalogue, their cost and quality for a task, the cost
  * percentile and the cost tier bands of spec 2.1.3, and the shape of a router's choice.
  *
- * - A model is routable when it has at least one endpoint and is not the router slug itself.
+ * - A model is routable when it has at least one endpoint, answers in text, and is not the router slug itself.
  * - The cost of a model is the `prompt + completion` price per token of its cheapest endpoint; a price that is not a
  *   finite non-negative decimal makes that endpoint cost `Infinity` (ranked most expensive).
  * - The quality of a model for a task is its configured score, clamped to 0..1. A model without a score for the task
@@ -13,7 +13,7 @@
  * - Bands: low [0,20), medium [20,40), high [40,60), xhigh [60,80), max [80,100].
  */
 import * as Either from "effect/Either"
-import type { CatalogueSnapshot, Model, Task } from "../catalogue/Catalogue.js"
+import { type CatalogueSnapshot, type Model, outputsText, type Task } from "../catalogue/Catalogue.js"
 import { Unavailable } from "../errors/GatewayError.js"
 import type { PipelineStep } from "../routing/RoutePlanner.js"
 import type { TaskClassifierService } from "./TaskClassifier.js"
@@ -63,11 +63,14 @@ export const modelCost = (model: Model): number => {
   return best
 }
 
-/** The routable models of a snapshot, in catalogue order: at least one endpoint, and not the router slug. */
+/**
+ * The routable models of a snapshot, in catalogue order: at least one endpoint, answering in text (not a speech-only
+ * model), and not the router slug.
+ */
 export const routable = (snapshot: CatalogueSnapshot, routerSlug: string): ReadonlyArray<Model> => {
   const out: Array<Model> = []
   for (const model of snapshot.models.values()) {
-    if (model.endpoints.length > 0 && model.id !== routerSlug) out.push(model)
+    if (model.endpoints.length > 0 && model.id !== routerSlug && outputsText(model)) out.push(model)
   }
   return out
 }

@@ -47,7 +47,7 @@
  * re-exports what callers use.
  */
 import * as Either from "effect/Either"
-import type { CatalogueSnapshot, Endpoint, Model } from "../catalogue/Catalogue.js"
+import { type CatalogueSnapshot, type Endpoint, type Model, outputsText } from "../catalogue/Catalogue.js"
 import { InvalidRequest, NotFound } from "../errors/GatewayError.js"
 import { lastResortsLast, orderGroup } from "./CandidateOrder.js"
 import { NO_PREFERENCES, resolve } from "./ResolvedPreferences.js"
@@ -133,10 +133,16 @@ const planOne = (request: RouteRequest, model: Model, context: RouteContext): Ro
   return { attempts: [{ model, endpoint, reason }], steps }
 }
 
+/** The APIs whose answers are text (not embeddings, nor speech, which routes by requirements without an API). */
+const TEXT_APIS: ReadonlySet<string> = new Set(["messages", "chat", "responses"])
+
+const answersInText = (api: string | undefined): boolean => api !== undefined && TEXT_APIS.has(api)
+
 /**
  * Plans the attempts for a request. See the module documentation for the rules; `context` carries health, the
  * session and the random source (all optional). Fails with `NotFound` when the requested model is unknown or has no
- * endpoint, and with `InvalidRequest` when the filters leave nothing.
+ * endpoint, and with `InvalidRequest` when the filters leave nothing, or when a text API (messages, chat, responses)
+ * names a model that does not answer in text (a speech model; as a candidate or fallback, such a model is skipped).
  */
 export const plan = (
   request: RouteRequest,
@@ -146,6 +152,17 @@ export const plan = (
   const primary = snapshot.models.get(request.model)
   if (primary === undefined || primary.endpoints.length === 0) {
     return Either.left(new NotFound({ message: `Model '${request.model}' is not available on this gateway` }))
+  }
+  const text = answersInText(request.requirements.api)
+  if (text && !outputsText(primary)) {
+    return Either.left(
+      new InvalidRequest({
+        message: `Model '${request.model}' does not answer in text (it outputs ${
+          (primary.outputModalities ?? []).join(", ")
+        }); send it to POST /v1/audio/speech`,
+        param: "model"
+      })
+    )
   }
   if (
     primary.endpoints.length === 1 && request.provider == null && (request.models ?? []).length === 0 &&
@@ -163,6 +180,7 @@ export const plan = (
       seen.add(id)
       const model = snapshot.models.get(id)
       if (model === undefined) steps.push(step("skip-model", `${role} '${id}' is not in the catalogue`))
+      else if (text && !outputsText(model)) steps.push(step("skip-model", `${role} '${id}' does not answer in text`))
       else models.push({ model, role })
     }
   }

@@ -63,9 +63,15 @@ describe("Candidates", () => {
     expect(Candidates.modelCost({ ...m, endpoints: [] })).toBe(Infinity)
   })
 
-  it("lists routable models: with an endpoint, not the router slug", () => {
-    const snapshot = makeSnapshot([model("auto", 0, 1), model("a/x", 1), { id: "a/none", name: "n", endpoints: [] }])
-    expect(Candidates.routable(snapshot, "auto").map((m) => m.id)).toEqual(["a/x"])
+  it("lists routable models: with an endpoint, answering in text, not the router slug", () => {
+    const snapshot = makeSnapshot([
+      model("auto", 0, 1),
+      model("a/x", 1),
+      { id: "a/none", name: "n", endpoints: [] },
+      { ...model("a/tts", 1), outputModalities: ["audio"] },
+      { ...model("a/omni", 1), outputModalities: ["text", "audio"] }
+    ])
+    expect(Candidates.routable(snapshot, "auto").map((m) => m.id)).toEqual(["a/x", "a/omni"])
   })
 
   it("ranks only the models scored for the task, or all at 0.5 when none is", () => {

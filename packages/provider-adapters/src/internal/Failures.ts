@@ -88,6 +88,21 @@ export const textOf = (chunks: ReadonlyArray<Buffer>, length: number): string =>
   return buffer.toString("utf8", start)
 }
 
+/** The most of an upstream body's text an error message quotes when the body has no message of its own. */
+export const EXCERPT_CHARS = 300
+
+/**
+ * A brief, printable excerpt of a body that is not an error the provider described (an HTML page, a proxy's text,
+ * audio bytes where an error was expected): control characters and undecodable bytes as spaces, white space collapsed,
+ * at most `EXCERPT_CHARS` characters; `fallback` when nothing printable is left. It goes on to the client and the logs.
+ */
+export const excerpt = (text: string, fallback: string): string => {
+  // eslint-disable-next-line no-control-regex
+  const printable = text.slice(0, EXCERPT_CHARS * 4).replace(/[\u0000-\u001f\u007f-\u009f\ufffd\s]+/g, " ").trim()
+  if (printable === "") return fallback
+  return printable.length > EXCERPT_CHARS ? `${printable.slice(0, EXCERPT_CHARS)}…` : printable
+}
+
 /** The request headers that carry the gateway's provider credentials. */
 const CREDENTIAL_HEADERS = ["authorization", "x-api-key", "api-key", "x-goog-api-key"]
 

@@ -4,7 +4,7 @@
  * whose status comes from its `code` or its type.
  */
 import { Upstream } from "@model-gateway/core"
-import { rejectionKind } from "../internal/Failures.js"
+import { excerpt, rejectionKind } from "../internal/Failures.js"
 import { asNumber, asObject, asString } from "./Translation.js"
 
 type UpstreamError = Upstream.UpstreamError
@@ -62,7 +62,7 @@ export const classifyErrorBody = (status: number, body: unknown, retryAfterMs?: 
   const error = asObject(asObject(body)?.error)
   const errorType = asString(error?.type) ?? asString(error?.code)
   const message = asString(error?.message) ?? asString(asObject(body)?.message) ??
-    (typeof body === "string" && body !== "" ? body.slice(0, 500) : `upstream answered with status ${status}`)
+    excerpt(typeof body === "string" ? body : "", `upstream answered with status ${status}`)
   const overloaded = errorType === "overloaded_error" || errorType === "overloaded" || /overloaded/i.test(message)
   const kind = kindFromStatus(status, overloaded)
   return new Upstream.UpstreamError({

@@ -8,6 +8,7 @@ import type { Wire } from "@model-gateway/core"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import { openEventStream } from "../internal/EventStream.js"
+import { excerpt } from "../internal/Failures.js"
 import * as JsonBody from "../internal/JsonBody.js"
 import * as Nesting from "../internal/Nesting.js"
 import type { Transport } from "../internal/Transport.js"
@@ -26,7 +27,7 @@ export interface PassThroughOptions {
 const describeError = (body: unknown, text: string) => {
   const error = (body as { error?: { message?: unknown; type?: unknown; code?: unknown } } | undefined)?.error
   return {
-    message: typeof error?.message === "string" ? error.message : text.slice(0, 500) || "upstream error",
+    message: typeof error?.message === "string" ? error.message : excerpt(text, "upstream error"),
     type: typeof error?.type === "string" ? error.type : undefined
   }
 }

@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import type * as Scope from "effect/Scope"
 import { openEventStream } from "../internal/EventStream.js"
+import { excerpt } from "../internal/Failures.js"
 import type * as HttpClient from "../internal/HttpClient.js"
 import * as JsonBody from "../internal/JsonBody.js"
 import type { Timeouts, Transport } from "../internal/Transport.js"
@@ -75,7 +76,7 @@ export const defaultMaxTokensField = (baseUrl: string): "max_tokens" | "max_comp
 const describeError = (body: unknown, text: string) => {
   const error = (body as { error?: { message?: unknown; type?: unknown; code?: unknown } } | undefined)?.error
   return {
-    message: typeof error?.message === "string" ? error.message : text.slice(0, 500) || "upstream error",
+    message: typeof error?.message === "string" ? error.message : excerpt(text, "upstream error"),
     type: typeof error?.type === "string" ? error.type : undefined
   }
 }

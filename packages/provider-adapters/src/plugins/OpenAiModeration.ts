@@ -8,6 +8,7 @@
 import { Moderation } from "@model-gateway/core"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import { excerpt } from "../internal/Failures.js"
 import type { Timeouts } from "../internal/Transport.js"
 import { makeTransport, postJson, scopedTransport, type Transport } from "../internal/Transport.js"
 
@@ -27,7 +28,7 @@ export interface OpenAiModerationOptions {
 const describeError = (body: unknown, text: string) => {
   const error = (body as { error?: { message?: unknown; type?: unknown } } | undefined)?.error
   return {
-    message: typeof error?.message === "string" ? error.message : text.slice(0, 500) || "moderation service error",
+    message: typeof error?.message === "string" ? error.message : excerpt(text, "moderation service error"),
     type: typeof error?.type === "string" ? error.type : undefined
   }
 }

@@ -7,6 +7,7 @@
 import type { SpeechReferences, Upstream, Wire } from "@model-gateway/core"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
+import { excerpt } from "../internal/Failures.js"
 import type { Timeouts } from "../internal/Transport.js"
 import { scopedTransport } from "../internal/Transport.js"
 import { openByteStream } from "./ByteStream.js"
@@ -28,16 +29,45 @@ const RESERVED = new Set(["model", "input", "voice", "response_format", "speed",
 const describeError = (body: unknown, text: string) => {
   const error = (body as { error?: { message?: unknown; type?: unknown } } | undefined)?.error
   return {
-    message: typeof error?.message === "string" ? error.message : text.slice(0, 500) || "upstream error",
+    message: typeof error?.message === "string" ? error.message : excerpt(text, "upstream error"),
     type: typeof error?.type === "string" ? error.type : undefined
   }
 }
 
-/** A response that is not audio (a JSON or text body with a 200) is an upstream failure, not sound. */
-const checkHead = (contentType: string | undefined): string | undefined =>
-  contentType !== undefined && /^(application\/(json|problem\+json)|text\/)/i.test(contentType.trim())
-    ? `upstream answered ${contentType} instead of audio`
-    : undefined
+/** The media types of each format the gateway asks for, and of the other audio formats (lower case, no parameters). */
+const MP3_TYPES = ["audio/mpeg", "audio/mp3", "audio/mpeg3", "audio/x-mpeg-3", "audio/x-mp3"]
+const PCM_TYPES = ["audio/pcm", "audio/l16", "audio/x-pcm", "audio/raw", "audio/x-raw"]
+const OTHER_TYPES = [
+  "audio/wav",
+  "audio/x-wav",
+  "audio/wave",
+  "audio/vnd.wave",
+  "audio/ogg",
+  "audio/opus",
+  "audio/aac",
+  "audio/x-aac",
+  "audio/flac",
+  "audio/x-flac",
+  "audio/webm",
+  "audio/mp4"
+]
+
+/**
+ * Checks a 200's head for `format`: a body that is not audio (JSON or text) is an upstream failure, not sound, and so is
+ * audio of another known format (mp3 asked, pcm or wav answered): labelled as asked, it would play as noise. A generic
+ * type (`application/octet-stream`, `audio/*` of no known format) or none is taken as the format asked for.
+ */
+const headCheck = (format: "mp3" | "pcm") => {
+  const refused = new Set([...(format === "mp3" ? PCM_TYPES : MP3_TYPES), ...OTHER_TYPES])
+  return (contentType: string | undefined): string | undefined => {
+    if (contentType === undefined) return undefined
+    const type = contentType.split(";")[0]!.trim().toLowerCase()
+    if (/^(application\/(json|problem\+json)|text\/)/.test(type)) return `upstream answered ${type} instead of audio`
+    return refused.has(type) ? `upstream answered ${type} audio where ${format} was asked for` : undefined
+  }
+}
+
+const CHECK_HEAD = { mp3: headCheck("mp3"), pcm: headCheck("pcm") } as const
 
 /** The content type of the audio: `audio/mpeg`, or pcm with the upstream's rate when it names one. */
 export const contentTypeOf = (format: "mp3" | "pcm", upstream: string | undefined): string => {
@@ -95,7 +125,13 @@ export const make = (
     if (options.apiKey !== undefined) headers.authorization = `Bearer ${options.apiKey}`
     return (call) =>
       Effect.map(
-        openByteStream(transport, { url, headers, body: JSON.stringify(requestBody(call)), describeError, checkHead }),
+        openByteStream(transport, {
+          url,
+          headers,
+          body: JSON.stringify(requestBody(call)),
+          describeError,
+          checkHead: CHECK_HEAD[call.format]
+        }),
         (response): Upstream.SpeechAudio => {
           const upstream = response.headers["content-type"]
           return {

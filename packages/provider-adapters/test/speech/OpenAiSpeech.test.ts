@@ -39,6 +39,9 @@ const call = (fields: Partial<Upstream.SpeechCall> = {}): Upstream.SpeechCall =>
   ...fields
 })
 
+/** No control character nor replacement character (an undecodable byte). */
+const printable = (text: string): boolean => [...text].every((c) => c >= " " && c !== "\ufffd")
+
 let fake: FakeUpstream
 let scope: Scope.CloseableScope
 let speech: (c: Upstream.SpeechCall) => Effect.Effect<Upstream.SpeechAudio, Upstream.UpstreamError, Scope.Scope>
@@ -160,6 +163,50 @@ describe("OpenAiSpeech", () => {
     const error = await failureOf(call())
     assert.strictEqual(error.kind, "server_error")
     assert.include(error.message, "instead of audio")
+  })
+
+  it("audio of another format than asked for is a failure, not audio labelled as asked", async () => {
+    const answering = (contentType: string, body = "\u0001\u0002binary\u0000audio\ufffd") =>
+      fake.script({ kind: "status", status: 200, body, headers: { "content-type": contentType } })
+    for (
+      const [format, type] of [
+        ["mp3", "audio/pcm;rate=24000"],
+        ["mp3", "audio/wav"],
+        ["pcm", "audio/mpeg"],
+        ["pcm", "Audio/MP3"]
+      ] as const
+    ) {
+      answering(type)
+      const error = await failureOf(call({ format }))
+      assert.strictEqual(error.kind, "server_error", `${type} for ${format}`)
+      assert.include(error.message, `where ${format} was asked for`)
+      // the body quoted briefly and printably
+      assert.isTrue(printable(error.message), error.message)
+    }
+    // a generic or matching type is the format asked for
+    for (
+      const [format, type] of [["mp3", "application/octet-stream"], ["pcm", "audio/pcm"], [
+        "mp3",
+        "audio/mpeg"
+      ]] as const
+    ) {
+      answering(type, "abc")
+      const audio = await Effect.runPromise(Effect.scoped(Effect.map(speech(call({ format })), (a) => a.contentType)))
+      assert.match(audio, format === "mp3" ? /^audio\/mpeg$/ : /^audio\/pcm;rate=24000/)
+    }
+  })
+
+  it("a body that is not audio is quoted briefly and printably", async () => {
+    fake.script({
+      kind: "status",
+      status: 200,
+      body: `<html>\n<body>${"\u0000\ufffd".repeat(50)}${"Bad gateway ".repeat(200)}</body></html>`,
+      headers: { "content-type": "text/html" }
+    })
+    const error = await failureOf(call())
+    assert.include(error.message, "instead of audio")
+    assert.isTrue(printable(error.message), error.message)
+    assert.isBelow(error.message.length, 400)
   })
 
   it("a connection cut mid-audio fails the pull after the bytes that came", async () => {
