@@ -197,12 +197,39 @@ describe("pass-through to an OpenAI-compatible endpoint", () => {
   )
 })
 
+describe("a 200 from an OpenAI-compatible upstream that is not an answer", () => {
+  it("fails the attempt instead of passing it on as a success: an error object, no choice, no data", async () => {
+    const records = () =>
+      h.gateway.gateway.runtime.runPromise(
+        Effect.flatMap(UsageLog.UsageLog, (log) => Effect.zipRight(log.flush, log.list({ limit: 10_000 })))
+      )
+    const before = new Set((await records()).map((r) => r.requestId))
+    const params = { model: "acme/gpt", max_tokens: 20, messages: [{ role: "user" as const, content: "hi" }] }
+    h.openai.script({ kind: "status", status: 200, body: { error: { message: "model is overloaded", code: 503 } } })
+    const overloaded = await client.chat.completions.create(params).catch((e) => e)
+    expect(overloaded).toBeInstanceOf(OpenAI.APIError)
+    expect(overloaded.status).toBeGreaterThanOrEqual(500)
+    h.openai.script({ kind: "status", status: 200, body: { id: "x", object: "chat.completion", choices: [] } })
+    const empty = await client.chat.completions.create(params).catch((e) => e)
+    expect(empty).toBeInstanceOf(OpenAI.APIError)
+    expect(empty.status).toBeGreaterThanOrEqual(500)
+    h.openai.script({ kind: "status", status: 200, body: { object: "list" } })
+    const noData = await client.embeddings.create({ model: "acme/gpt", input: "x" }).catch((e) => e)
+    expect(noData).toBeInstanceOf(OpenAI.APIError)
+    // nothing of it was billed
+    const added = (await records()).filter((r) => !before.has(r.requestId))
+    expect(added.length).toBeGreaterThan(0)
+    expect(added.filter((r) => Number(r.cost) > 0)).toEqual([])
+  })
+})
+
 describe("the request id", () => {
   it("reaches the openai SDK under OpenAI's header name too, on answers, streams and errors", async () => {
     const params = { model: "acme/gpt", max_tokens: 20, messages: [{ role: "user" as const, content: "hi" }] }
     const { data, response } = await client.chat.completions.create(params).withResponse()
-    expect(data._request_id).toMatch(/^req_[0-9a-f]{32}$/)
-    expect(response.headers.get("request-id")).toBe(data._request_id)
+    const requestId = (data as unknown as { readonly _request_id: string })._request_id
+    expect(requestId).toMatch(/^req_[0-9a-f]{32}$/)
+    expect(response.headers.get("request-id")).toBe(requestId)
     const { response: streamed } = await client.chat.completions.create({ ...params, stream: true }).withResponse()
     expect(streamed.headers.get("x-request-id")).toBe(streamed.headers.get("request-id"))
     const error = await client.chat.completions.create({ ...params, model: "nobody/nothing" }).catch((e) => e)

@@ -57,6 +57,31 @@ const responsesError = (data: Wire.JsonObject): Upstream.UpstreamError | undefin
   return undefined
 }
 
+const answerWithout = (what: string) =>
+  new Upstream.UpstreamError({ kind: "server_error", message: `upstream answered 200 without ${what}` })
+
+/**
+ * What makes a 200 JSON answer a failure rather than an answer: an `error` object (some providers answer an overloaded
+ * or failed generation so), a chat completion without a choice, a list of embeddings without its `data`, a response
+ * whose status is `failed`. Such an attempt fails (and the next endpoint is tried) instead of reaching the client as
+ * a success, and being billed as one.
+ */
+export const failureOfAnswer = (api: Upstream.OpenAiApi, body: Wire.JsonObject): Upstream.UpstreamError | undefined => {
+  if (body.error !== undefined && body.error !== null) return OpenAiTranslate.classifyInBandError(body.error)
+  switch (api) {
+    case "chat":
+      return Array.isArray(body.choices) && body.choices.length > 0 ? undefined : answerWithout("a choice")
+    case "embeddings":
+      return Array.isArray(body.data) ? undefined : answerWithout("its data")
+    case "responses":
+      return body.status === "failed" ?
+        OpenAiTranslate.classifyInBandError({ message: "the upstream response failed" })
+        : Array.isArray(body.output)
+        ? undefined
+        : answerWithout("its output")
+  }
+}
+
 /** The pass-through calls of one provider. */
 export const make = (transport: Transport, options: PassThroughOptions) => {
   const base = options.baseUrl.replace(/\/+$/, "")
@@ -69,14 +94,22 @@ export const make = (transport: Transport, options: PassThroughOptions) => {
     return text
   }
 
-  const createOpenAi = (call: Upstream.OpenAiCall): Effect.Effect<Wire.JsonObject, Upstream.UpstreamError> =>
-    postJson(transport, {
-      url: urlOf(call),
-      headers: options.headers,
-      body: () => textOf(call),
-      stream: false,
-      describeError
-    }) as Effect.Effect<Wire.JsonObject, Upstream.UpstreamError>
+  const createOpenAi = (call: Upstream.OpenAiCall): Effect.Effect<Wire.JsonObject, Upstream.UpstreamError> => {
+    const { api } = call
+    return Effect.flatMap(
+      postJson(transport, {
+        url: urlOf(call),
+        headers: options.headers,
+        body: () => textOf(call),
+        stream: false,
+        describeError
+      }) as Effect.Effect<Wire.JsonObject, Upstream.UpstreamError>,
+      (body) => {
+        const failure = failureOfAnswer(api, body)
+        return failure === undefined ? Effect.succeed(body) : Effect.fail(failure)
+      }
+    )
+  }
 
   // The decoder refers to `call.api` only, not to `call`: a closure holding the call would hold its body (the whole
   // conversation) for as long as the stream is open.
