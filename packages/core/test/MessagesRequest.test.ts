@@ -454,9 +454,23 @@ describe("MessagesRequest", () => {
 
     it("validates context-compression and file-parser fields", () => {
       accepts(body({ plugins: [{ id: "context-compression", engine: "middle-out" }] }))
-      accepts(body({ plugins: [{ id: "file-parser", pdf: { engine: "mistral-ocr" } }] }))
       rejects(body({ plugins: [{ id: "context-compression", engine: 1 }] }), "plugins[0].engine")
       rejects(body({ plugins: [{ id: "file-parser", pdf: { engine: 1 } }] }), "plugins[0].pdf.engine")
+    })
+
+    it("file-parser: pdf.engine is one of the known engines; mistral-ocr is refused (the gateway has no OCR)", () => {
+      for (const engine of ["pdf-text", "native"]) accepts(body({ plugins: [{ id: "file-parser", pdf: { engine } }] }))
+      accepts(body({ plugins: [{ id: "file-parser", pdf: {} }] }))
+      rejects(
+        body({ plugins: [{ id: "web" }, { id: "file-parser", pdf: { engine: "bogus-engine" } }] }),
+        "plugins[1].pdf.engine",
+        "Expected \"pdf-text\" | \"mistral-ocr\" | \"native\", actual \"bogus-engine\""
+      )
+      rejects(
+        body({ plugins: [{ id: "file-parser", pdf: { engine: "mistral-ocr" } }] }),
+        "plugins[0].pdf.engine",
+        "needs an OCR service"
+      )
     })
 
     it("accepts unknown fields on plugins whose fields are not shown", () => {

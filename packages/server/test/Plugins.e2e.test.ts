@@ -558,7 +558,7 @@ describe("fusion", () => {
     const { body, status } = await ask(full, {
       model: "anthro/mid",
       messages: user("Which is better, tea or coffee?"),
-      plugins: [{ id: "fusion", preset: "general-budget" }]
+      plugins: [{ id: "fusion", preset: "general-budget", model: "anthro/mid" }]
     })
     expect(status).toBe(200)
     expect(body.model).toBe("anthro/mid")
@@ -570,7 +570,7 @@ describe("fusion", () => {
     const { body, status } = await ask(full, {
       model: "anthro/mid",
       messages: user("Which is better, tea or coffee?"),
-      plugins: [{ id: "fusion", preset: "general-budget", analysis_models: ["anthro/premium"] }]
+      plugins: [{ id: "fusion", preset: "general-budget", analysis_models: ["anthro/premium"], model: "anthro/mid" }]
     })
     expect(status).toBe(200)
     expect(openai.requests).toHaveLength(0)
@@ -585,8 +585,9 @@ describe("fusion", () => {
       plugins: [{ id: "fusion" }]
     })
     expect(withPanel.status).toBe(200)
-    expect(withPanel.body.model).toBe("anthro/cheap")
-    expect(upstreamModels().sort()).toEqual(["claude-cheap", "claude-premium"])
+    // the synthesis model defaults to the first panel model (spec 2.1.3), not the request's model
+    expect(withPanel.body.model).toBe("anthro/premium")
+    expect(upstreamModels().sort()).toEqual(["claude-premium", "claude-premium"])
     anthropic.reset()
     openai.reset()
     const builtIn = await ask(bare, {
@@ -595,9 +596,97 @@ describe("fusion", () => {
       plugins: [{ id: "fusion", preset: "general-budget" }]
     })
     expect(builtIn.status).toBe(200)
-    expect(builtIn.body.model).toBe("anthro/mid")
-    // the panel (anthro/cheap, acme/gpt, anthro/mid), then the synthesis by the requested model
-    expect(upstreamModels().sort()).toEqual(["claude-cheap", "claude-mid", "claude-mid", "gpt-fake-1"])
+    expect(builtIn.body.model).toBe("anthro/cheap")
+    // the panel (anthro/cheap, acme/gpt, anthro/mid), then the synthesis by the first of them
+    expect(upstreamModels().sort()).toEqual(["claude-cheap", "claude-cheap", "claude-mid", "gpt-fake-1"])
+  })
+})
+
+describe("fusion: requests that can never succeed, and the analysts' tools", () => {
+  beforeEach(() => {
+    anthropic.setReply((b) => ({ text: `analysis from ${b.model}`, usage: { input: 100, output: 10 } }))
+    openai.setReply((b) => ({ text: `analysis from ${b.model}`, usage: { input: 100, output: 10 } }))
+  })
+
+  it.each([["nope/x"], ["auto"]])("an unknown analysis model (%s) is a 404 before any upstream", async (id) => {
+    const { body, status } = await ask(full, {
+      model: "anthro/mid",
+      messages: user("Which is better, tea or coffee?"),
+      plugins: [{ id: "fusion", analysis_models: ["anthro/cheap", id], tools: [] }]
+    })
+    expect(status).toBe(404)
+    expect(body.error.type).toBe("not_found_error")
+    expect(body.error.message).toContain(`'${id}' (plugins[0].analysis_models[1])`)
+    expect(upstreamModels()).toEqual([])
+  })
+
+  it("analysts no endpoint can serve are a 400 naming why, never a 503", async () => {
+    const { body, status } = await ask(full, {
+      model: "acme/gpt",
+      provider: { only: ["acme"] },
+      messages: user("Which is better, tea or coffee?"),
+      plugins: [{ id: "fusion", analysis_models: ["anthro/cheap"], model: "acme/gpt", tools: [] }]
+    })
+    expect(status).toBe(400)
+    expect(body.error.type).toBe("invalid_request_error")
+    expect(body.error.message).toContain("no analysis model can serve this request: anthro/cheap: No endpoints found")
+    expect(body.error.message).toContain("provider.only")
+    expect(upstreamModels()).toEqual([])
+  })
+
+  it("analysts that failed for a reason that may pass are a 503 overloaded_error", async () => {
+    anthropic.setDefault({ kind: "status", status: 529 })
+    const { body, status } = await ask(full, {
+      model: "anthro/mid",
+      messages: user("Which is better, tea or coffee?"),
+      plugins: [{ id: "fusion", analysis_models: ["anthro/cheap"], model: "acme/gpt", tools: [] }]
+    })
+    expect(status).toBe(503)
+    expect(body.error.type).toBe("overloaded_error")
+    expect(body.error.message).toContain("may pass")
+    expect(openai.requests).toHaveLength(0)
+  })
+
+  it("explicit tools without a search provider are a 400 naming plugins[i].tools", async () => {
+    const { body, status } = await ask(bare, {
+      model: "anthro/mid",
+      messages: user("Which is better, tea or coffee?"),
+      plugins: [{ id: "fusion", analysis_models: ["anthro/cheap"], tools: [{ type: "openrouter:web_search" }] }]
+    })
+    expect(status).toBe(400)
+    expect(body.error.type).toBe("invalid_request_error")
+    expect(body.error.message).toContain("plugins[0].tools")
+    expect(body.error.message).toContain("no")
+    expect(upstreamModels()).toEqual([])
+  })
+
+  it("with a search provider, the analysts get the web search results in their prompt", async () => {
+    const { body, status } = await ask(full, {
+      model: "anthro/mid",
+      messages: user("When is high tide today?"),
+      plugins: [{
+        id: "fusion",
+        analysis_models: ["anthro/cheap"],
+        model: "anthro/mid",
+        tools: [{ type: "openrouter:web_search", parameters: {} }],
+        max_tool_calls: 2
+      }]
+    })
+    expect(status).toBe(200)
+    expect(searches.map((s) => s.query)).toEqual(["When is high tide today?"])
+    const analyst = anthropic.requests.find((r) => r.body.model === "claude-cheap")!.body
+    expect(analyst.system).toContain("High tide at 07:42 today.")
+    expect(summaries(body, "web")).toContain("2 search result(s) added to the prompt")
+  })
+
+  it("the default tools without a search provider: the analysts run without them, and the pipeline says so", async () => {
+    const { body, status } = await ask(bare, {
+      model: "anthro/mid",
+      messages: user("Which is better, tea or coffee?"),
+      plugins: [{ id: "fusion", analysis_models: ["anthro/cheap"] }]
+    })
+    expect(status).toBe(200)
+    expect(summaries(body, "fusion")).toContain("the analysts ran without web search and web fetch")
   })
 })
 
@@ -718,6 +807,29 @@ describe("file-parser", () => {
     expect(status).toBe(400)
     expect(body.error.type).toBe("invalid_request_error")
     expect(body.error.message).toContain("documents removed acme/gpt via acme (does not accept documents)")
+    expect(openai.requests).toHaveLength(0)
+  })
+
+  it("rejects an unknown pdf.engine with a 400 naming the field", async () => {
+    const { body, status } = await ask(full, {
+      model: "acme/gpt",
+      messages: pdfMessage(),
+      plugins: [{ id: "file-parser", pdf: { engine: "bogus-engine" } }]
+    })
+    expect(status).toBe(400)
+    expect(body.error.type).toBe("invalid_request_error")
+    expect(body.error.message).toContain("plugins[0].pdf.engine")
+    expect(openai.requests).toHaveLength(0)
+  })
+
+  it("pdf.engine native sends the PDF only to endpoints that take files", async () => {
+    const { body, status } = await ask(full, {
+      model: "acme/gpt",
+      messages: pdfMessage(),
+      plugins: [{ id: "file-parser", pdf: { engine: "native" } }]
+    })
+    expect(status).toBe(400)
+    expect(body.error.message).toContain("documents removed acme/gpt via acme")
     expect(openai.requests).toHaveLength(0)
   })
 

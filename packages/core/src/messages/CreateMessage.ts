@@ -58,7 +58,7 @@ export const create =
           }
           return Effect.map(
             plugins.fusion !== undefined
-              ? Fusion.fusion(ports, run, plugins.fusion)
+              ? Fusion.fusion(ports, run, plugins.fusion, index.fusion)
               : execute(ports, run, { ownsBody: body === raw }),
             (result) => result.outcome
           )

@@ -9,6 +9,7 @@ import * as Attempts from "../execution/Attempts.js"
 import * as Routing from "../execution/Routing.js"
 import * as StreamCommit from "../execution/StreamCommit.js"
 import * as Quotas from "../limits/Quotas.js"
+import type { DocumentParserService } from "../plugins/DocumentParser.js"
 import * as RoutePlanner from "../routing/RoutePlanner.js"
 import * as Conversation from "./Conversation.js"
 import * as MessagesDialect from "./MessagesDialect.js"
@@ -26,23 +27,30 @@ export interface ExecuteOptions {
   readonly ownsBody?: boolean | undefined
 }
 
+/** What a run asks of the route planner, and what its body needs and gets on the way (the per-attempt transforms). */
+export interface RouteOf {
+  readonly request: RoutePlanner.RouteRequest
+  readonly needs: RoutePlanner.Requirements
+  readonly parser: DocumentParserService | undefined
+  readonly compression: boolean
+  readonly estimatedPromptTokens: number | undefined
+}
+
 /**
- * Plans the route of a run, then runs its attempts. A chain of Effects rather than one `Effect.gen`: this is the hot
- * path of every request, and each generator step costs more than the work it does.
+ * The route request of a run: its model, the request's routing fields and what the body needs of an endpoint. Pure;
+ * fusion plans its panel with it before running anything.
  */
-export const execute = (
-  ports: MessagesPorts,
-  run: Run,
-  options?: ExecuteOptions
-): Effect.Effect<ExecutionResult, GatewayError.GatewayError> => {
+export const routeOf = (ports: Pick<MessagesPorts, "parser">, run: Run): RouteOf => {
   const { body, context, plugins, request, snapshot } = run
-  const parser = plugins["file-parser"] === undefined ? undefined : ports.parser
+  const parser = plugins["file-parser"] === undefined || plugins["file-parser"].pdf?.engine === "native"
+    ? undefined
+    : ports.parser
   const compression = plugins["context-compression"] !== undefined
   const needs = UpstreamBody.requirements(request, body)
   const estimatedPromptTokens = compression
     ? undefined
     : UpstreamBody.estimatePromptTokens(body, context.bodyBytes, snapshot.models.get(run.modelId))
-  const routed = Routing.plan(ports, {
+  return {
     request: {
       model: run.modelId,
       models: request.models,
@@ -58,9 +66,29 @@ export const execute = (
         estimatedPromptTokens
       }
     },
+    needs,
+    parser,
+    compression,
+    estimatedPromptTokens
+  }
+}
+
+/**
+ * Plans the route of a run, then runs its attempts. A chain of Effects rather than one `Effect.gen`: this is the hot
+ * path of every request, and each generator step costs more than the work it does.
+ */
+export const execute = (
+  ports: MessagesPorts,
+  run: Run,
+  options?: ExecuteOptions
+): Effect.Effect<ExecutionResult, GatewayError.GatewayError> => {
+  const { body, context } = run
+  const { compression, estimatedPromptTokens, needs, parser, request: routeRequest } = routeOf(ports, run)
+  const routed = Routing.plan(ports, {
+    request: routeRequest,
     workspace: context.principal.workspace,
     sessionId: run.sessionId,
-    snapshot,
+    snapshot: run.snapshot,
     clock: run.clock
   })
   return Effect.matchEffect(routed, {
@@ -77,7 +105,7 @@ export const execute = (
         needs,
         { parser, compression },
         run.steps,
-        letGo ? Conversation.make(body, request, forward, UpstreamBody.forwardBody) : undefined
+        letGo ? Conversation.make(body, run.request, forward, UpstreamBody.forwardBody) : undefined
       )
       return Admission.admitted(
         ports.quotas,

@@ -15,6 +15,8 @@ import { estimatePromptTokens } from "../messages/UpstreamBody.js"
 import * as UsageAccounting from "../messages/UsageAccounting.js"
 import { appendSystem, type JsonObject, messageText } from "../messages/Wire.js"
 import * as Cost from "../pricing/Cost.js"
+import * as FusionPanelChecks from "./FusionPanelChecks.js"
+import * as FusionTools from "./FusionTools.js"
 import type { Plugins } from "./RequestPlugins.js"
 
 type FusionPlugin = NonNullable<Plugins["fusion"]>
@@ -70,27 +72,37 @@ const demandOf = (run: Run, models: ReadonlyArray<string>): Quotas.Demand => {
   return { inputTokens: input * models.length, outputTokens, outputCapped: maxTokens !== undefined, costNanoUsd }
 }
 
-/** Runs the panel, then the synthesis; a failure before the synthesis is the request's one usage record. */
+/**
+ * Runs the panel, then the synthesis; a failure before the synthesis is the request's one usage record. The synthesis
+ * model is the plugin's `model`, else the first panel model (spec 2.1.3): the request's own `model` is not run. The
+ * panel, the synthesis model and the analysts' tools are checked before anything runs (`FusionPanelChecks`,
+ * `FusionTools`).
+ */
 export const fusion = (
   ports: MessagesPorts,
   run: Run,
-  plugin: FusionPlugin
+  plugin: FusionPlugin,
+  pluginIndex: number
 ): Effect.Effect<ExecutionResult, GatewayError.GatewayError> => {
   const panel = panelOf(plugin, ports.options, run.snapshot.models)
   if (panel.length === 0) {
     const error = new GatewayError.InvalidRequest({
       message: "fusion: no analysis_models given, and the catalogue has no model that answers in text",
-      param: "plugins"
+      param: `plugins[${pluginIndex}]`
     })
     return UsageAccounting.failed(ports.usageLog, run, error, 0)
   }
-  const synthesis = plugin.model ?? (run.snapshot.models.has(run.modelId) ? run.modelId : panel[0])
+  const synthesis = plugin.model ?? panel[0]
+  const checked = FusionPanelChecks.checkPanel(ports, run, plugin, pluginIndex, panel, synthesis)
+  if (Either.isLeft(checked)) return UsageAccounting.failed(ports.usageLog, run, checked.left, 0)
+  const tools = FusionTools.analystTools(plugin, pluginIndex, ports.webSearch)
+  if (Either.isLeft(tools)) return UsageAccounting.failed(ports.usageLog, run, tools.left, 0)
   return Admission.admitted(
     ports.quotas,
     ports.usageLog,
     run,
-    () => demandOf(run, [...panel, synthesis]),
-    (admitted) => fused(ports, admitted, panel, synthesis),
+    () => demandOf(run, [...checked.right.analysts, synthesis]),
+    (admitted) => fused(ports, admitted, checked.right, tools.right, synthesis),
     Admission.tellResult
   )
 }
@@ -98,12 +110,13 @@ export const fusion = (
 const fused = (
   ports: MessagesPorts,
   run: Run,
-  panel: ReadonlyArray<string>,
+  panel: FusionPanelChecks.CheckedPanel,
+  tools: FusionTools.AnalystTools,
   synthesis: string
 ): Effect.Effect<ExecutionResult, GatewayError.GatewayError> =>
-  Effect.flatMap(analyses(ports, run, panel), (done) => {
+  Effect.flatMap(analyses(ports, run, panel, tools), (done) => {
     if (done.texts.length === 0) {
-      const error = new GatewayError.Unavailable({ message: "fusion: every analysis model failed" })
+      const error = FusionPanelChecks.panelFailure([...panel.skipped, ...done.failures], panel.param)
       return UsageAccounting.failed(ports.usageLog, run, error, 0)
     }
     run.steps.push({
@@ -125,36 +138,59 @@ const fused = (
     })
   })
 
-/** The panel's answers as JSON, in parallel and unrecorded; each failure is a pipeline step. */
-const analyses = (ports: MessagesPorts, run: Run, panel: ReadonlyArray<string>) => {
-  const analysisBody: JsonObject = { ...run.body, stream: false }
-  delete analysisBody.plugins
-  return Effect.map(
-    Effect.forEach(panel, (m) =>
-      Effect.either(execute(ports, {
-        ...run,
-        modelId: m,
-        body: { ...analysisBody, model: m },
-        stream: false,
-        steps: [],
-        extra: undefined,
-        recordUsage: false
-      })), { concurrency: "unbounded" }),
-    (results) => {
-      let usage = UsageAccounting.zeroUsage
-      const costs: Array<string> = []
-      const texts: Array<string> = []
-      results.forEach((result, i) => {
-        if (Either.isLeft(result) || result.right.answer === undefined || result.right.charge === undefined) {
-          run.steps.push({ type: "plugin", name: "fusion", summary: `analysis by ${panel[i]} failed` })
-          return
-        }
-        usage = UsageAccounting.addUsage(usage, result.right.charge.usage)
-        costs.push(result.right.charge.cost)
-        texts.push(`Analysis by ${panel[i]}:\n${messageText(result.right.answer)}`)
-        run.steps.push({ type: "plugin", name: "fusion", summary: `analysis by ${panel[i]} done` })
-      })
-      return { usage, costs, texts }
-    }
+const failedStep = (model: string, error: GatewayError.GatewayError) => ({
+  type: "plugin" as const,
+  name: "fusion",
+  summary: `analysis by ${model} failed: ${error.message}`
+})
+
+/**
+ * The panel's answers as JSON, in parallel and unrecorded, after the analysts' tools ran; each failure (and each
+ * analyst skipped before, as no endpoint can serve it) is a pipeline step.
+ */
+const analyses = (
+  ports: MessagesPorts,
+  run: Run,
+  { analysts, skipped }: FusionPanelChecks.CheckedPanel,
+  tools: FusionTools.AnalystTools
+) => {
+  for (const f of skipped) run.steps.push(failedStep(f.model, f.error))
+  const base: JsonObject = { ...run.body, stream: false }
+  delete base.plugins
+  const answers = Effect.flatMap(
+    FusionTools.withTools(ports.webSearch, base, tools, run.steps),
+    (analysisBody) =>
+      Effect.forEach(analysts, (m) =>
+        Effect.either(execute(ports, {
+          ...run,
+          modelId: m,
+          body: { ...analysisBody, model: m },
+          stream: false,
+          steps: [],
+          extra: undefined,
+          recordUsage: false
+        })), { concurrency: "unbounded" })
   )
+  return Effect.map(answers, (results) => {
+    let usage = UsageAccounting.zeroUsage
+    const costs: Array<string> = []
+    const texts: Array<string> = []
+    const failures: Array<FusionPanelChecks.Failure> = []
+    results.forEach((result, i) => {
+      const model = analysts[i]
+      if (Either.isLeft(result) || result.right.answer === undefined || result.right.charge === undefined) {
+        const error = Either.isLeft(result)
+          ? result.left
+          : new GatewayError.InternalError({ message: "the analysis gave no answer" })
+        failures.push({ model, error })
+        run.steps.push(failedStep(model, error))
+        return
+      }
+      usage = UsageAccounting.addUsage(usage, result.right.charge.usage)
+      costs.push(result.right.charge.cost)
+      texts.push(`Analysis by ${model}:\n${messageText(result.right.answer)}`)
+      run.steps.push({ type: "plugin", name: "fusion", summary: `analysis by ${model} done` })
+    })
+    return { usage, costs, texts, failures }
+  })
 }

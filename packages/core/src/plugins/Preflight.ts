@@ -85,8 +85,11 @@ const moderate = (
   )
 }
 
-/** web: search results for the latest user turn, added to the system prompt. A failed search adds nothing. */
-const withSearchResults = (
+/**
+ * web: search results for the latest user turn, added to the system prompt. A failed search adds nothing. Fusion's
+ * analysts' web search tool runs the same way.
+ */
+export const withSearchResults = (
   search: WebSearch.WebSearchService,
   body: JsonObject,
   userText: string,
@@ -108,15 +111,19 @@ const withSearchResults = (
   )
 }
 
-/** web-fetch: the pages at the first three URLs of the latest user turn, added to the system prompt. */
-const withFetchedPages = (
+/**
+ * web-fetch: the pages at the first `maxPages` (three) URLs of the latest user turn, added to the system prompt.
+ * Fusion's analysts' web fetch tool runs the same way.
+ */
+export const withFetchedPages = (
   search: WebSearch.WebSearchService,
   body: JsonObject,
   userText: string,
   steps: Array<PipelineStep>,
-  append: AppendSystem
+  append: AppendSystem,
+  maxPages = 3
 ): Effect.Effect<JsonObject> => {
-  const urls = [...new Set(userText.match(/https?:\/\/[^\s<>"')\]]+/g) ?? [])].slice(0, 3)
+  const urls = [...new Set(userText.match(/https?:\/\/[^\s<>"')\]]+/g) ?? [])].slice(0, maxPages)
   const fetched = Effect.forEach(urls, (url) =>
     search.fetch(url).pipe(
       Effect.map((page) => [page]),

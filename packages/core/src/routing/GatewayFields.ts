@@ -47,6 +47,19 @@ const ModelPatterns = arrayOf(maxChars(PATTERN_MAX_CHARS), "an array of model pa
 
 const enabled = optional(Bool)
 
+/**
+ * file-parser's `pdf.engine` (OpenRouter's names; the spec gives none): `pdf-text` is the gateway's own text
+ * extraction, `native` sends PDFs only to endpoints that take files; `mistral-ocr` needs an OCR service, which the
+ * gateway has no port for, so it is refused rather than silently served by another engine.
+ */
+const PdfEngine = literal("pdf-text", "mistral-ocr", "native").pipe(
+  Schema.filter((engine) =>
+    engine !== "mistral-ocr" ||
+    "'mistral-ocr' needs an OCR service, and this gateway has none; use 'pdf-text' (the gateway's text extraction) " +
+      "or 'native' (only endpoints that take PDF files)"
+  )
+)
+
 const routerFields = {
   enabled,
   allowed_models: optional(ModelPatterns),
@@ -68,7 +81,7 @@ const pluginSchema = tagged("id", {
   }),
   "context-compression": plugin("context-compression", { engine: optional(Str) }),
   "file-parser": plugin("file-parser", {
-    pdf: optional(object({ engine: optional(Str) }, "a PDF parser options object"))
+    pdf: optional(object({ engine: optional(PdfEngine) }, "a PDF parser options object"))
   }),
   fusion: plugin("fusion", {
     analysis_models: optional(arrayOf(Str, "an array of model ids").pipe(entries(1, 8, "model", "models"))),

@@ -89,7 +89,7 @@ describe("plugins around the execution", () => {
         model: "c",
         max_tokens: 16,
         messages: ask("hard question"),
-        plugins: [{ id: "fusion" }]
+        plugins: [{ id: "fusion", model: "c" }]
       })
       const body = (outcome as { body: any }).body
       assert.strictEqual(body.model, "c")
