@@ -39,7 +39,7 @@ const headersOf = (error: GatewayError.GatewayError, requestId: string, family: 
   const headers: Record<string, string> = { "content-type": JSON_TYPE, "request-id": requestId }
   // OpenAI's name for it too: the openai SDK tells it as an error's `request_id`.
   if (family === "openai") headers["x-request-id"] = requestId
-  if (error._tag === "RateLimited" && error.retryAfterMs !== undefined) {
+  if ((error._tag === "RateLimited" || error._tag === "Overloaded") && error.retryAfterMs !== undefined) {
     headers["retry-after"] = String(Math.max(1, Math.ceil(error.retryAfterMs / 1000)))
   }
   if (error._tag === "PayloadTooLarge") headers.connection = "close"

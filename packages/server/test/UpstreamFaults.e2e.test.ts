@@ -212,6 +212,12 @@ describe.each(matrix)("%s upstream, %s", (kind, mode) => {
       const alone = await ask(gateway.url, mode, side.main)
       expect(alone.status).toBe(529)
       expect(alone.body.error.type).toBe("overloaded_error")
+      // the wait an overloaded provider asks for is passed on, as a rate limit's is
+      clock.offset += 10 * 60_000
+      side.fake().script({ kind: "status", status, headers: { "retry-after": "9" } })
+      const told = await ask(gateway.url, mode, side.main)
+      expect(told.status).toBe(529)
+      expect(told.headers.get("retry-after")).toBe("9")
     }
   )
 

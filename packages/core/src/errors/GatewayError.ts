@@ -67,7 +67,11 @@ export class BudgetExceeded extends Schema.TaggedError<BudgetExceeded>()("Budget
 }) {}
 
 /** 529: the provider that answered last was overloaded. */
-export class Overloaded extends Schema.TaggedError<Overloaded>()("Overloaded", fields) {}
+export class Overloaded extends Schema.TaggedError<Overloaded>()("Overloaded", {
+  ...fields,
+  /** The wait the overloaded provider asked for (its `Retry-After`), passed on to the client. */
+  retryAfterMs: Schema.optional(Schema.Number)
+}) {}
 
 /** 503: no endpoint could serve the request. */
 export class Unavailable extends Schema.TaggedError<Unavailable>()("Unavailable", fields) {}

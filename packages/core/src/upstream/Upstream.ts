@@ -233,7 +233,7 @@ export const toGatewayError = (error: UpstreamError): GatewayError.GatewayError 
     case "rate_limited":
       return new GatewayError.RateLimited({ message, retryAfterMs: error.retryAfterMs })
     case "overloaded":
-      return new GatewayError.Overloaded({ message })
+      return new GatewayError.Overloaded({ message, retryAfterMs: error.retryAfterMs })
     case "timeout":
       return new GatewayError.UpstreamTimeout({ message })
     case "invalid_request":
