@@ -43,6 +43,9 @@ const headersOf = (error: GatewayError.GatewayError, requestId: string, family: 
     headers["retry-after"] = String(Math.max(1, Math.ceil(error.retryAfterMs / 1000)))
   }
   if (error._tag === "PayloadTooLarge") headers.connection = "close"
+  // The gateway's provider configuration is wrong: sending the request again cannot pass. The SDKs retry every 5xx
+  // unless told not to (the Anthropic and openai SDKs read this header).
+  if (error._tag === "UpstreamRejected" && error.status === 502) headers["x-should-retry"] = "false"
   if (error._tag === "RateLimited" || error._tag === "BudgetExceeded" || error._tag === "InvalidRequest") {
     QuotaHeaders.add(headers, family, error.quota, Date.now())
   }

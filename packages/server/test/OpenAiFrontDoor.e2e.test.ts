@@ -223,6 +223,23 @@ describe("a 200 from an OpenAI-compatible upstream that is not an answer", () =>
   })
 })
 
+describe("a provider configuration that is wrong", () => {
+  it("is a 502 the SDKs do not retry (x-should-retry: false); a passing overload is retried", async () => {
+    const retrying = new OpenAI({ baseURL: `${h.url}/v1`, apiKey: KEY, maxRetries: 2 })
+    const params = { model: "acme/gpt", max_tokens: 20, messages: [{ role: "user" as const, content: "hi" }] }
+    h.openai.setDefault({ kind: "status", status: 401 })
+    const refused = await retrying.chat.completions.create(params).catch((e) => e)
+    expect(refused.status).toBe(502)
+    expect(refused.headers.get("x-should-retry")).toBe("false")
+    expect(h.openai.requests).toHaveLength(1)
+    h.reset()
+    h.openai.script({ kind: "status", status: 529 })
+    const retried = await retrying.chat.completions.create(params)
+    expect(retried.choices[0]!.message.content).toBe("Echo: hi")
+    expect(h.openai.requests).toHaveLength(2)
+  })
+})
+
 describe("the request id", () => {
   it("reaches the openai SDK under OpenAI's header name too, on answers, streams and errors", async () => {
     const params = { model: "acme/gpt", max_tokens: 20, messages: [{ role: "user" as const, content: "hi" }] }

@@ -7,7 +7,7 @@ import type * as GatewayError from "../errors/GatewayError.js"
 import type * as EndpointStats from "../health/EndpointStats.js"
 import type * as Cost from "../pricing/Cost.js"
 import type { Attempt, PipelineStep } from "../routing/RoutePlanner.js"
-import { nextAttempt, toGatewayError, type UpstreamError } from "../upstream/Upstream.js"
+import { nextAttempt, telling, toGatewayError, type UpstreamError } from "../upstream/Upstream.js"
 import * as Charging from "./Charging.js"
 import type { ExecutionResult, ExecutorPorts, Planned } from "./Execution.js"
 import * as UntoldUsage from "./UntoldUsage.js"
@@ -100,14 +100,18 @@ export const recordFailedAttempt = (
 export const json = <A, E>(
   ports: ExecutorPorts,
   planned: Planned<A, E>
-): Effect.Effect<ExecutionResult<A>, GatewayError.GatewayError> => attempt(ports, planned, 0, 0)
+): Effect.Effect<ExecutionResult<A>, GatewayError.GatewayError> => attempt(ports, planned, 0, 0, undefined)
 
-/** Attempt `i`, after `tried` failed ones (fewer than `i` when attempts of a refusing model were skipped). */
+/**
+ * Attempt `i`, after `tried` failed ones (fewer than `i` when attempts of a refusing model were skipped); `reported` is
+ * what the client is told if every attempt fails (see `Upstream.telling`).
+ */
 const attempt = <A, E>(
   ports: ExecutorPorts,
   planned: Planned<A, E>,
   i: number,
-  tried: number
+  tried: number,
+  reported: UpstreamError | undefined
 ): Effect.Effect<ExecutionResult<A>, GatewayError.GatewayError> => {
   const { attempts, run } = planned
   const current = attempts[i]
@@ -115,12 +119,13 @@ const attempt = <A, E>(
   return Effect.matchEffect(planned.dialect.json(current), {
     onFailure: (error) => {
       const next = nextAttempt(attempts, i, error)
+      const told = telling(reported, error)
       run.steps.push(failureStep(current, error, attempts[next]))
       return Effect.zipRight(
         recordFailedAttempt(ports.stats, current, attemptStart, run.clock.unsafeCurrentTimeMillis(), error),
         next >= 0
-          ? attempt(ports, planned, next, tried + 1)
-          : Charging.failed(ports.usageLog, run, toGatewayError(error), tried + 1)
+          ? attempt(ports, planned, next, tried + 1, told)
+          : Charging.failed(ports.usageLog, run, toGatewayError(told), tried + 1)
       )
     },
     onSuccess: (answer) => answered(ports, planned, current, tried, attemptStart, answer)

@@ -15,7 +15,7 @@ import { closeWithEnclosing, eitherIn } from "../internal/Scopes.js"
 import type { Attempt } from "../routing/RoutePlanner.js"
 import * as PullUntil from "../upstream/PullUntil.js"
 import * as Push from "../upstream/Push.js"
-import { nextAttempt, toGatewayError, UpstreamError } from "../upstream/Upstream.js"
+import { nextAttempt, telling, toGatewayError, UpstreamError } from "../upstream/Upstream.js"
 import { failureStep, outcomeOf, recordAttempt, recordFailedAttempt, successStep } from "./Attempts.js"
 import * as Charging from "./Charging.js"
 import type { Dialect, FrameContext, FrameDialect, Pull, StreamState } from "./Dialect.js"
@@ -124,6 +124,8 @@ const commit = <A, E>(ports: ExecutorPorts, planned: Planned<A, E>, opening: Ope
     const { isContent, isEnd } = dialect.frames
     const clock = run.clock
     let last: UpstreamError | undefined
+    /** What the client is told if every attempt fails (see `Upstream.telling`). */
+    let reported: UpstreamError | undefined
     let tried = 0
     for (let i = 0; i >= 0; i = nextAttempt(attempts, i, last!)) {
       const attempt = attempts[i]
@@ -169,13 +171,14 @@ const commit = <A, E>(ports: ExecutorPorts, planned: Planned<A, E>, opening: Ope
         } as Commitment<E>
       }
       last = outcome
+      reported = telling(reported, outcome)
       tried++
       yield* Scope.close(scope, Exit.void)
       opening.scope = undefined
       yield* recordFailedAttempt(ports.stats, attempt, attemptStart, clock.unsafeCurrentTimeMillis(), last)
       run.steps.push(failureStep(attempt, last, attempts[nextAttempt(attempts, i, last)]))
     }
-    return { _tag: "Failed", error: toGatewayError(last!), tried } as Commitment<E>
+    return { _tag: "Failed", error: toGatewayError(reported!), tried } as Commitment<E>
   })
 
 /**

@@ -226,6 +226,16 @@ export const pullStream = (
 /** Port: provider endpoints. */
 export class Upstream extends Context.Tag("@model-gateway/core/Upstream")<Upstream, UpstreamService>() {}
 
+/**
+ * The failure a client is told of, once `latest` failed after `reported`: the latest, unless it is an endpoint's
+ * `unsupported` (it cannot express the request, say a server tool to an OpenAI-compatible endpoint) after another
+ * failure. That endpoint's refusal says nothing of the request, which another endpoint could take: the earlier failure
+ * (an overload that may pass, an upstream's own 400) is what the client can act on. Told the 400 instead, a client
+ * would stop on a passing outage.
+ */
+export const telling = (reported: UpstreamError | undefined, latest: UpstreamError): UpstreamError =>
+  reported !== undefined && latest.kind === "unsupported" ? reported : latest
+
 /** The domain error a client sees when this was the last upstream failure and nothing else was left to try. */
 export const toGatewayError = (error: UpstreamError): GatewayError.GatewayError => {
   const message = error.message

@@ -105,6 +105,17 @@ describe("JSON attempts", () => {
       assert.deepInclude(g.stores.usage[0], { status: 429, errorType: "rate_limit_error", attempts: 2 })
     }))
 
+  it.effect("every attempt failing, the last refusing to express the request: the earlier failure is told", () =>
+    Effect.gen(function*() {
+      const g = yield* gateway(models, {
+        json: { "a@p1": failure("overloaded", 529), "b@p2": failure("unsupported") }
+      })
+      const error = yield* Effect.flip(g.create(withFallback))
+      // an overload that may pass, not a 400 that would make the client stop
+      assert.strictEqual(error._tag, "Overloaded")
+      assert.strictEqual(g.upstream.calls.length, 2)
+    }))
+
   it.effect("a session sticks to the endpoint that answered", () =>
     Effect.gen(function*() {
       const g = yield* gateway(models, {

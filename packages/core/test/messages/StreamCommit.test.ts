@@ -46,6 +46,15 @@ const wholeAnswer = [
 ]
 
 describe("stream commitment", () => {
+  it.effect("every attempt failing, the last refusing to express the request: the earlier failure is told", () =>
+    Effect.gen(function*() {
+      const g = yield* gateway(models, {
+        stream: { "a@p1": failure("overloaded", 529), "b@p2": failure("unsupported") }
+      })
+      const error = yield* Effect.flip(g.create(request(["b"])))
+      assert.strictEqual(error._tag, "Overloaded")
+    }))
+
   it.effect("falls back before the first content: the failed attempts' lifecycle frames are never sent", () =>
     Effect.gen(function*() {
       const [start] = streamed("msg_b", [], 3, 0)
