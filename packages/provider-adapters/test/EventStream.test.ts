@@ -391,6 +391,67 @@ describe("EventStream.openEventStream, pulled until", () => {
     }))
 })
 
+describe("EventStream.openEventStream, the first content's deadline (firstContentMs)", () => {
+  /** A server that starts its answer, then pings every 20 ms, never sending content; `pings` how many it has sent. */
+  const servePings = () =>
+    Effect.promise(async () => {
+      let pings = 0
+      const upstream = await serve(async (res) => {
+        res.write("data: start\n\n")
+        while (!res.destroyed && pings < 500) {
+          await pause(20)
+          res.write("data: ping\n\n")
+          pings++
+        }
+      })
+      return { ...upstream, pings: () => pings }
+    })
+
+  it.effect("an upstream that pings without content fails a pull until in time, and its request is aborted", () =>
+    Effect.gen(function*() {
+      const upstream = yield* servePings()
+      const started = Date.now()
+      const got = yield* Effect.scoped(Effect.gen(function*() {
+        const transport = yield* Transport.scopedTransport({ firstContentMs: 200 })
+        const pull = yield* EventStream.openEventStream(transport, call(upstream.url), dataOf)
+        const until = PullUntil.untilOf(pull)!
+        const values: Array<string> = []
+        for (;;) {
+          const next = yield* Effect.either(until((value) => value === "delta"))
+          if (Either.isLeft(next)) return { values, error: next.left }
+          if (next.right === undefined) return { values, error: undefined }
+          values.push(...Chunk.toReadonlyArray(next.right))
+        }
+      }))
+      const elapsed = Date.now() - started
+      expect(got.error).toMatchObject({ kind: "timeout" })
+      expect(got.error?.message).toContain("no content within 200 ms")
+      expect(elapsed).toBeGreaterThanOrEqual(190)
+      expect(elapsed).toBeLessThan(1_000)
+      // aborted at once, not read to its end (the upstream would go on pinging)
+      yield* until(upstream.closed)
+      expect(upstream.closed()).toBe(true)
+      expect(upstream.pings()).toBeLessThan(40)
+    }))
+
+  it.effect("content in time ends the deadline: a stream that goes on past it is read to its end", () =>
+    Effect.gen(function*() {
+      const upstream = yield* serveEvents(["start", "delta", "a", "b", "c", "d", "e", "f"], "end")
+      const got = yield* Effect.scoped(Effect.gen(function*() {
+        const transport = yield* Transport.scopedTransport({ firstContentMs: 60 })
+        const pull = yield* EventStream.openEventStream(transport, call(upstream.url), dataOf)
+        const first = yield* PullUntil.untilOf(pull)!((value) => value === "delta")
+        const values = first === undefined ? [] : [...Chunk.toReadonlyArray(first)]
+        for (;;) {
+          const chunk = yield* pull
+          if (chunk === undefined) return values
+          values.push(...Chunk.toReadonlyArray(chunk))
+        }
+      }))
+      expect(got).toEqual(["start", "delta", "a", "b", "c", "d", "e", "f"])
+    }))
+})
+
 describe("EventStream.openEventStream, pulled until, a stop that throws", () => {
   it.effect("gives the values read, then dies on the next pull: a defect of the stream, never of the process", () =>
     Effect.gen(function*() {

@@ -88,7 +88,8 @@ const Timeouts = Schema.Struct({
   connectMs: Schema.optional(PositiveInt),
   requestMs: Schema.optional(PositiveInt),
   firstByteMs: Schema.optional(PositiveInt),
-  idleMs: Schema.optional(PositiveInt)
+  idleMs: Schema.optional(PositiveInt),
+  firstContentMs: Schema.optional(PositiveInt)
 })
 
 const HttpProviderConfig = Schema.Struct({

@@ -83,10 +83,16 @@ class EventStreamHandler<A> implements HttpClient.Handler {
   /** Closed after its last event, before its body's end: read to the end (see `DRAIN_MS`). */
   private drainTimer: NodeJS.Timeout | undefined = undefined
   private drained = 0
+  /** Runs from the first wait for content (a pull until) until a value satisfies it (see `Timeouts.firstContentMs`). */
+  private contentTimer: NodeJS.Timeout | undefined = undefined
+  /** A value satisfied a pull until: the first content came. */
+  private contentCame = false
+  /** The first content did not come in time: the upstream may go on, so the request is aborted, not drained. */
+  private late = false
 
   private readonly source: ErrorSource
 
-  constructor(call: HttpCall, private readonly decode: EventDecoder<A>) {
+  constructor(call: HttpCall, private readonly decode: EventDecoder<A>, private readonly firstContentMs: number) {
     this.source = sourceOf(call)
     this.parser = createParser({ onEvent: (message) => this.onEvent(message) })
   }
@@ -101,7 +107,7 @@ class EventStreamHandler<A> implements HttpClient.Handler {
    * may go on generating).
    */
   private get onlyEndLeft(): boolean {
-    return this.ended || (this.failure !== undefined && this.failure.kind !== "transport")
+    return this.ended || (this.failure !== undefined && this.failure.kind !== "transport" && !this.late)
   }
 
   private fail(error: unknown): void {
@@ -151,7 +157,12 @@ class EventStreamHandler<A> implements HttpClient.Handler {
     if (stop === undefined || this.stopped || this.unpulled >= HIGH_WATER_MARK) return true
     const out = this.out
     try {
-      for (; this.checked < out.length; this.checked++) if (stop(out[this.checked]!)) return true
+      for (; this.checked < out.length; this.checked++) {
+        if (stop(out[this.checked]!)) {
+          this.contentIn()
+          return true
+        }
+      }
     } catch (error) {
       // A stop that throws is a defect of the stream, as a throw in the puller's own check would be.
       this.fail(error)
@@ -182,8 +193,32 @@ class EventStreamHandler<A> implements HttpClient.Handler {
   /** The next values once one satisfies `stop` (see `PullUntil`); what `pull` gives otherwise. */
   readonly until: PullUntil.Until<A, Upstream.UpstreamError> = (stop) => Effect.suspend(() => this.next(stop))
 
+  /** The first content came: its deadline is over. */
+  private contentIn(): void {
+    this.contentCame = true
+    if (this.contentTimer !== undefined) {
+      clearTimeout(this.contentTimer)
+      this.contentTimer = undefined
+    }
+  }
+
+  /** The first content did not come in time (see `Timeouts.firstContentMs`): the stream fails after what came. */
+  contentLate(): void {
+    this.contentTimer = undefined
+    if (this.contentCame || this.stopped || this.finished) return
+    this.late = true
+    this.failure = new Upstream.UpstreamError({
+      kind: "timeout",
+      message: `upstream sent no content within ${this.firstContentMs} ms`
+    })
+    this.deliver()
+  }
+
   private next(stop: ((value: A) => boolean) | undefined): Pull<A> {
     this.stop = stop
+    if (stop !== undefined && !this.contentCame && this.contentTimer === undefined && this.firstContentMs > 0) {
+      this.contentTimer = setTimeout(contentLate, this.firstContentMs, this)
+    }
     const ready = this.take()
     if (ready === undefined) {
       return Effect.async<Chunk.Chunk<A> | undefined, Upstream.UpstreamError>((resume) => {
@@ -351,6 +386,7 @@ class EventStreamHandler<A> implements HttpClient.Handler {
    */
   close(): void {
     this.closed = true
+    if (this.contentTimer !== undefined) clearTimeout(this.contentTimer)
     this.waiter = undefined
     this.writer = undefined
     this.endPush = undefined
@@ -379,6 +415,8 @@ class EventStreamHandler<A> implements HttpClient.Handler {
 
 const abandonDrain = (handler: { readonly abandon: () => void }): void => handler.abandon()
 
+const contentLate = (handler: { readonly contentLate: () => void }): void => handler.contentLate()
+
 /**
  * POSTs JSON and opens the server-sent events of the answer in the caller's scope: each pull gives the events decoded
  * by `decoder` since the previous pull (the events of one network read, or more when the reader is slower), or
@@ -396,7 +434,7 @@ export const openEventStream = <A>(
   // steps to look it up, this one.
   Effect.withFiberRuntime((fiber) => {
     const scope = Context.get(fiber.currentContext as Context.Context<Scope.Scope>, Scope.Scope)
-    const handler = new EventStreamHandler(call, decoder)
+    const handler = new EventStreamHandler(call, decoder, transport.timeouts.firstContentMs)
     return Effect.zipRight(
       Scope.addFinalizer(scope, closing(handler)),
       Effect.sync(() => {

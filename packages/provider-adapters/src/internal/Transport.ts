@@ -35,13 +35,20 @@ export interface Timeouts {
   readonly firstByteMs: number
   /** A streamed request: the longest silence between two body chunks (a stall). */
   readonly idleMs: number
+  /**
+   * A streamed request: until its first content (text, thinking, a tool call), counted from the request; pings and
+   * comments do not count. An upstream that pings without answering is a slow first token: it times out and the next
+   * endpoint is tried, rather than holding the client for as long as it pings.
+   */
+  readonly firstContentMs: number
 }
 
 export const defaultTimeouts: Timeouts = {
   connectMs: 10_000,
   requestMs: 600_000,
   firstByteMs: 60_000,
-  idleMs: 90_000
+  idleMs: 90_000,
+  firstContentMs: 180_000
 }
 
 export interface Transport {
