@@ -109,13 +109,18 @@ const decorated = (extra: Charge | undefined, context: FrameContext, event: Stre
       // An upstream that tells its usage only at the end (chat completions) gave none here: the prompt is shown as
       // estimated, as it would be billed, rather than as 0 (the real counts follow in `message_delta`).
       const sum = context.billed()
+      const usage = UsageAccounting.completeUsage(
+        UsageAccounting.shownUsage(context.state.usage, sum.usage, extra),
+        "0"
+      )
+      // The cost is known at the end only (`message_delta` tells it): null here rather than the prompt's part, which
+      // the Anthropic SDK's `finalMessage()` would keep as the answer's cost (it copies the tokens from
+      // `message_delta`, not `cost`).
+      usage.cost = null
       const out: JsonObject = Object.assign({}, message, {
         model: context.attempt.model.id,
         provider: context.attempt.endpoint.provider,
-        usage: UsageAccounting.completeUsage(
-          UsageAccounting.shownUsage(context.state.usage, sum.usage, extra),
-          sum.cost
-        )
+        usage
       })
       if (context.pipeline !== undefined) {
         out.service_metadata = { pipeline: context.pipeline }
