@@ -46,24 +46,8 @@ export const randomId = (prefix: string): Effect.Effect<string> =>
     (parts) => `${prefix}${parts.map((p) => p.toString(16).padStart(8, "0")).join("")}`
   )
 
-/** Failures that may pass if the same request is sent again later. */
-export const isRetryable = (error: GatewayError.GatewayError): boolean => {
-  switch (error._tag) {
-    case "RateLimited":
-    case "Overloaded":
-    case "Unavailable":
-    case "UpstreamTimeout":
-    case "RequestTimeout":
-    case "InternalError":
-      return true
-    case "UpstreamRejected":
-      // A 502 is the gateway's provider configuration refused (its credentials, or a model id or URL the provider
-      // does not know): an operator's matter, which sending the request again cannot fix.
-      return (error.status >= 500 && error.status !== 502) || error.status === 408 || error.status === 429
-    default:
-      return false
-  }
-}
+/** Failures that may pass if the same request is sent again later (`GatewayError.mayPass`). */
+export const isRetryable = GatewayError.mayPass
 
 const contextOf = (
   batch: Batch,

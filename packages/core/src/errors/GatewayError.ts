@@ -121,6 +121,27 @@ export type GatewayError =
   | InternalError
 
 /** The HTTP status and messages-protocol error type of each domain error: the one table both bodies use. */
+/**
+ * Failures that may pass if the same request is sent again later: rate limits, overloads, unavailable or timed-out
+ * upstreams, internal errors, and an upstream's own 5xx, 408 or 429. Not a 502 from the gateway's provider
+ * configuration (its credentials refused, a model id or URL the provider does not know): an operator's matter.
+ */
+export const mayPass = (error: GatewayError): boolean => {
+  switch (error._tag) {
+    case "RateLimited":
+    case "Overloaded":
+    case "Unavailable":
+    case "UpstreamTimeout":
+    case "RequestTimeout":
+    case "InternalError":
+      return true
+    case "UpstreamRejected":
+      return (error.status >= 500 && error.status !== 502) || error.status === 408 || error.status === 429
+    default:
+      return false
+  }
+}
+
 export const describe = (error: GatewayError): { readonly status: number; readonly type: string } => {
   switch (error._tag) {
     case "InvalidRequest":

@@ -110,20 +110,8 @@ export const checkPanel = (
   return Either.right({ analysts, skipped, param })
 }
 
-/** Failures that may pass: a retry of the same request may get an analysis. */
-export const mayPass = (error: GatewayError.GatewayError): boolean => {
-  switch (error._tag) {
-    case "RateLimited":
-    case "Overloaded":
-    case "Unavailable":
-    case "UpstreamTimeout":
-    case "RequestTimeout":
-    case "InternalError":
-      return true
-    default:
-      return false
-  }
-}
+/** Failures that may pass: a retry of the same request may get an analysis (`GatewayError.mayPass`). */
+export const mayPass = GatewayError.mayPass
 
 /** The error of a panel none of whose analysts answered (see the module documentation for the rule). */
 export const panelFailure = (failures: ReadonlyArray<Failure>, param: string): GatewayError.GatewayError => {
