@@ -66,7 +66,9 @@ const answerWithout = (what: string) =>
  * whose status is `failed`. Such an attempt fails (and the next endpoint is tried) instead of reaching the client as
  * a success, and being billed as one.
  */
-export const failureOfAnswer = (api: Upstream.OpenAiApi, body: Wire.JsonObject): Upstream.UpstreamError | undefined => {
+export const failureOfAnswer = (api: Upstream.OpenAiApi, json: unknown): Upstream.UpstreamError | undefined => {
+  if (typeof json !== "object" || json === null || Array.isArray(json)) return answerWithout("a JSON object")
+  const body = json as Wire.JsonObject
   if (body.error !== undefined && body.error !== null) return OpenAiTranslate.classifyInBandError(body.error)
   switch (api) {
     case "chat":
@@ -82,6 +84,13 @@ export const failureOfAnswer = (api: Upstream.OpenAiApi, body: Wire.JsonObject):
   }
 }
 
+/** `failureOfAnswer` per API, as the transport's `check` of a JSON answer (made once, not per call). */
+const CHECK_ANSWER: Readonly<Record<Upstream.OpenAiApi, (json: unknown) => Upstream.UpstreamError | undefined>> = {
+  chat: (json) => failureOfAnswer("chat", json),
+  embeddings: (json) => failureOfAnswer("embeddings", json),
+  responses: (json) => failureOfAnswer("responses", json)
+}
+
 /** The pass-through calls of one provider. */
 export const make = (transport: Transport, options: PassThroughOptions) => {
   const base = options.baseUrl.replace(/\/+$/, "")
@@ -94,22 +103,15 @@ export const make = (transport: Transport, options: PassThroughOptions) => {
     return text
   }
 
-  const createOpenAi = (call: Upstream.OpenAiCall): Effect.Effect<Wire.JsonObject, Upstream.UpstreamError> => {
-    const { api } = call
-    return Effect.flatMap(
-      postJson(transport, {
-        url: urlOf(call),
-        headers: options.headers,
-        body: () => textOf(call),
-        stream: false,
-        describeError
-      }) as Effect.Effect<Wire.JsonObject, Upstream.UpstreamError>,
-      (body) => {
-        const failure = failureOfAnswer(api, body)
-        return failure === undefined ? Effect.succeed(body) : Effect.fail(failure)
-      }
-    )
-  }
+  const createOpenAi = (call: Upstream.OpenAiCall): Effect.Effect<Wire.JsonObject, Upstream.UpstreamError> =>
+    postJson(transport, {
+      url: urlOf(call),
+      headers: options.headers,
+      body: () => textOf(call),
+      stream: false,
+      describeError,
+      check: CHECK_ANSWER[call.api]
+    }) as Effect.Effect<Wire.JsonObject, Upstream.UpstreamError>
 
   // The decoder refers to `call.api` only, not to `call`: a closure holding the call would hold its body (the whole
   // conversation) for as long as the stream is open.
