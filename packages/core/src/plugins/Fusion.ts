@@ -4,7 +4,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
-import type { CatalogueSnapshot } from "../catalogue/Catalogue.js"
+import { type CatalogueSnapshot, outputsText } from "../catalogue/Catalogue.js"
 import * as GatewayError from "../errors/GatewayError.js"
 import * as Admission from "../execution/Admission.js"
 import * as Quotas from "../limits/Quotas.js"
@@ -31,7 +31,7 @@ export const BUILT_IN_PANEL_SIZE = 3
 export const builtInPanel = (models: CatalogueSnapshot["models"]): ReadonlyArray<string> => {
   const panel: Array<string> = []
   for (const [id, model] of models) {
-    if (model.outputModalities !== undefined && !model.outputModalities.includes("text")) continue
+    if (!outputsText(model)) continue
     panel.push(id)
     if (panel.length === BUILT_IN_PANEL_SIZE) break
   }
