@@ -35,10 +35,14 @@ interface Metadata {
 
 const JSON_TYPE = "application/json"
 
+/** The content type and the request's id; on the OpenAI routes under OpenAI's name too (the openai SDK's `requestID`). */
+const idHeaders = (family: Family, requestId: string): Record<string, string> =>
+  family === "openai"
+    ? { "content-type": JSON_TYPE, "request-id": requestId, "x-request-id": requestId }
+    : { "content-type": JSON_TYPE, "request-id": requestId }
+
 const headersOf = (error: GatewayError.GatewayError, requestId: string, family: Family): Record<string, string> => {
-  const headers: Record<string, string> = { "content-type": JSON_TYPE, "request-id": requestId }
-  // OpenAI's name for it too: the openai SDK tells it as an error's `request_id`.
-  if (family === "openai") headers["x-request-id"] = requestId
+  const headers = idHeaders(family, requestId)
   if ((error._tag === "RateLimited" || error._tag === "Overloaded") && error.retryAfterMs !== undefined) {
     headers["retry-after"] = String(Math.max(1, Math.ceil(error.retryAfterMs / 1000)))
   }
@@ -212,5 +216,5 @@ export const methodNotAllowed = (
     openaiCode: undefined,
     serviceMetadata: undefined,
     metadata: undefined,
-    headers: { "content-type": JSON_TYPE, allow, "request-id": requestId }
+    headers: Object.assign(idHeaders(family, requestId), { allow })
   }, requestId)
