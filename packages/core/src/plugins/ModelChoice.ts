@@ -14,7 +14,11 @@ import * as ParetoRouter from "./ParetoRouter.js"
 import type { Plugins } from "./RequestPlugins.js"
 import * as SwitchyardRouter from "./SwitchyardRouter.js"
 
-/** The model id to run, its router's steps added to `steps`; the request's own model when no router is in play. */
+/**
+ * The model id to run, its router's steps added to `steps`; the request's own model when no router is in play. A
+ * fusion request runs its panel and synthesis models, never the request's `model` (docs/decisions.md), so no router
+ * runs for it: its choice would be ignored, and its refusal (no candidate left) would refuse a request fusion serves.
+ */
 export const chooseModel = (
   ports: Pick<MessagesPorts, "classifier" | "switchyard" | "routerSlug">,
   request: { readonly model: string },
@@ -24,6 +28,7 @@ export const chooseModel = (
   steps: Array<PipelineStep>,
   snapshot: CatalogueSnapshot
 ): Either.Either<string, GatewayError.InvalidRequest | GatewayError.Unavailable> => {
+  if (plugins.fusion !== undefined) return Either.right(request.model)
   const choice = routerChoice(ports, request, body, plugins, index, snapshot)
   if (choice === undefined) return Either.right(request.model)
   if (Either.isLeft(choice)) return Either.left(choice.left)

@@ -158,6 +158,20 @@ describe("fusion: the synthesis model", () => {
       assert.strictEqual((outcome as { body: any }).body.model, "b")
       assert.deepStrictEqual(g.upstream.calls.map((c) => c.endpoint.id).sort(), ["a@p1", "b@p2", "b@p2"])
     }))
+
+  it.effect("is not chosen by a router: with the router slug as the model, no router runs (nor refuses)", () =>
+    Effect.gen(function*() {
+      const g = yield* gateway(models, { json: answers })
+      // The auto-router alone would refuse this request: no catalogue model matches its allowed_models.
+      const body = request({ analysis_models: ["b", "a"] }, { model: "auto" })
+      body.plugins.unshift({ id: "auto-router", allowed_models: ["nothing/*"] })
+      const outcome = yield* g.create(body, { metadata: true })
+      const answer = (outcome as { body: any }).body
+      assert.strictEqual(answer.model, "b")
+      const steps = answer.service_metadata.pipeline.map((s: { name: string }) => s.name)
+      assert.notInclude(steps, "auto-router")
+      assert.deepStrictEqual(g.upstream.calls.map((c) => c.endpoint.id).sort(), ["a@p1", "b@p2", "b@p2"])
+    }))
 })
 
 describe("fusion: the analysts' tools", () => {
