@@ -381,6 +381,25 @@ describe("@openrouter/sdk chat.send", () => {
     }
   })
 
+  it("takes `models` without `model`, as OpenRouter's model routing: the first is requested, the next its fallback", async () => {
+    const openrouter = new OpenRouter({ serverURL: `${h.url}/v1`, apiKey: KEY, retryConfig: { strategy: "none" } })
+    h.anthropic.script({ kind: "status", status: 529 })
+    const completion = await openrouter.chat.send({
+      chatRequest: { models: ["anthro/claude", "acme/gpt"], messages: [{ role: "user", content: "hello models" }] }
+    }) as { choices: Array<{ message: { content: unknown } }>; model: string }
+    expect(completion.model).toBe("acme/gpt")
+    expect(completion.choices[0].message.content).toBe("Echo: hello models")
+    expect(h.anthropic.requests).toHaveLength(1)
+    expect(h.openai.requests[0].body.model).toBe("gpt-fake-1")
+    const none = await fetch(`${h.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` },
+      body: JSON.stringify({ models: [], messages: [{ role: "user", content: "x" }] })
+    })
+    expect(none.status).toBe(400)
+    expect((await none.json()).error.message).toContain("model")
+  })
+
   interface SdkChunk {
     readonly id: string
     readonly object: string

@@ -113,9 +113,19 @@ const decoders = {
   responses: Schema.decodeUnknownEither(oneOf({ object: responsesSchema }, "a JSON object"), options)
 }
 
+/**
+ * A body with `models` and no `model` (OpenRouter's model routing, as `@openrouter/sdk` sends it): the first of `models`
+ * is the model requested, the others its candidates, as when `model` names it.
+ */
+const withModelOfModels = (body: unknown): unknown => {
+  if (!Predicate.isRecord(body) || body.model !== undefined) return body
+  const models = body.models
+  return Array.isArray(models) && typeof models[0] === "string" ? { ...body, model: models[0] } : body
+}
+
 /** Validates a parsed JSON body for `api`; the error names the offending field path. */
 export const validate = (api: OpenAiApi, body: unknown): Either.Either<OpenAiRequest, InvalidRequest> =>
-  tooDeep(body) ? E.left(tooDeepError()) : E.match(decoders[api](body) as Either.Either<any, any>, {
+  tooDeep(body) ? E.left(tooDeepError()) : E.match(decoders[api](withModelOfModels(body)) as Either.Either<any, any>, {
     onLeft: (error) => E.left(toInvalidRequest(error)),
     onRight: (request) => E.right({ api, request } as OpenAiRequest)
   })
