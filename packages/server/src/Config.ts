@@ -19,17 +19,26 @@ export class ConfigError extends Data.TaggedError("ConfigError")<{ readonly mess
 
 const VAR = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g
 
-/** Expands `${VAR}` and `${VAR:-default}` in every string of a parsed JSON value. */
-export const expandEnv = (value: unknown, env: Readonly<Record<string, string | undefined>>): unknown => {
+/**
+ * Expands `${VAR}` and `${VAR:-default}` in every string of a parsed JSON value. A `${VAR}` without a default whose
+ * variable is unset expands to "" and is added to `unset`, with the key it is in.
+ */
+export const expandEnv = (
+  value: unknown,
+  env: Readonly<Record<string, string | undefined>>,
+  unset: Array<{ readonly path: ReadonlyArray<PropertyKey>; readonly name: string }> = [],
+  path: ReadonlyArray<PropertyKey> = []
+): unknown => {
   if (typeof value === "string") {
     return value.replace(VAR, (_, name: string, fallback: string | undefined) => {
       const v = env[name]
+      if (v === undefined && fallback === undefined) unset.push({ path, name })
       return v === undefined || (v === "" && fallback !== undefined) ? (fallback ?? "") : v
     })
   }
-  if (Array.isArray(value)) return value.map((v) => expandEnv(v, env))
+  if (Array.isArray(value)) return value.map((v, i) => expandEnv(v, env, unset, [...path, i]))
   if (value !== null && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, expandEnv(v, env)]))
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, expandEnv(v, env, unset, [...path, k])]))
   }
   return value
 }
@@ -68,8 +77,13 @@ const lenient = Schema.decodeUnknownEither(GatewayConfig, { errors: "all", onExc
 
 /** Decodes and checks a parsed configuration object. Throws ConfigError naming the bad key. */
 export const decode = (raw: unknown, env: Readonly<Record<string, string | undefined>> = {}): Loaded => {
-  const expanded = expandEnv(raw, env)
-  const warnings: Array<string> = []
+  const unset: Array<{ readonly path: ReadonlyArray<PropertyKey>; readonly name: string }> = []
+  const expanded = expandEnv(raw, env, unset)
+  // An unset variable is the likeliest mistake of a newcomer (a provider's key not exported): said at start, not
+  // found out from an upstream's 401. An empty key of `keys` is said below, with what becomes of it.
+  const warnings: Array<string> = unset.filter(({ path }) => path[0] !== "keys").map(({ name, path }) =>
+    `configuration key ${pathOf(path)}: environment variable ${name} is not set (it expands to "")`
+  )
   const first = strict(expanded)
   let result = first
   if (Either.isLeft(first)) {

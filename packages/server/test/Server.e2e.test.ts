@@ -87,6 +87,7 @@ describe("the gateway server process", { timeout: 60_000 }, () => {
     const url = await listening(proc)
     expect(proc.output).toContain("unknown configuration key futureKey")
     expect(proc.output).not.toContain("mg-proc-key")
+    expect(proc.output).not.toContain("is not set")
     upstream.script({ kind: "ok", chunkDelayMs: 150 })
     const response = await fetch(`${url}/v1/messages`, {
       method: "POST",
@@ -105,6 +106,16 @@ describe("the gateway server process", { timeout: 60_000 }, () => {
     expect(await proc.exited).toBe(0)
     expect(upstream.requests[0].headers["x-api-key"]).toBe("sk-up")
     await expect(fetch(`${url}/health`)).rejects.toThrow()
+  })
+
+  it("says at start which provider key's environment variable is not set", async () => {
+    const proc = run({ GATEWAY_CONFIG: writeConfig(goodConfig()), GATEWAY_API_KEY: "mg-proc-key", PORT: "0" }, dir)
+    await listening(proc)
+    proc.child.kill("SIGTERM")
+    expect(await proc.exited).toBe(0)
+    expect(proc.output).toContain(
+      "configuration key providers.anthro.apiKey: environment variable UPSTREAM_KEY is not set (it expands to \\\"\\\")"
+    )
   })
 
   it("starts with no configuration at all, on SQLite in ./data, printing a generated key once", async () => {
