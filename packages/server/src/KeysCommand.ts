@@ -78,7 +78,14 @@ export const describeLimits = (limits: Limits.Limits | undefined): string => {
 /** Makes a key and prints it once. */
 export const create = (options: CreateOptions) =>
   Effect.flatMap(
-    Effect.try({ try: () => limitsOf(options), catch: (e) => e as BadOption }),
+    Effect.try({
+      try: () => {
+        // An unset shell variable (`--workspace "$TEAM"`) would make a key of a workspace named by nothing.
+        if (options.workspace.trim() === "") throw new BadOption(`--workspace must name a workspace (got "")`)
+        return limitsOf(options)
+      },
+      catch: (e) => e as BadOption
+    }),
     (limits) =>
       withKeys((keys) => {
         const secret = ApiKeys.generate()

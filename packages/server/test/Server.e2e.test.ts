@@ -250,6 +250,10 @@ describe("the gateway server process", { timeout: 60_000 }, () => {
   it("keys create|list|revoke: a key made with the command is printed once, stored hashed, kept until revoked", async () => {
     const cwd = mkdtempSync(join(tmpdir(), "mg-cli-"))
     const env = { GATEWAY_CONFIG: writeConfig({ ...goodConfig(), futureKey: undefined, keys: [] }) }
+    // An empty workspace (an unset shell variable) is refused, as the configuration file refuses it, and stores nothing.
+    const blank = await command(env, cwd, ["keys", "create", "--workspace", ""])
+    expect(blank.code).toBe(1)
+    expect(blank.output).toContain("--workspace must name a workspace")
     const created = await command(env, cwd, ["keys", "create", "--workspace", "team-a", "--label", "ci"])
     expect(created.code).toBe(0)
     const [, id, secret] = /created key ([0-9a-f]{12}) in workspace team-a.*\n(mg-\S+)/.exec(created.output) ?? []
