@@ -64,7 +64,16 @@ const firstProblem = (error: ParseResult.ParseError): string => {
     const allowed = [...new Set(literals.flatMap((m) => m![1].split(" | ")))]
     return `configuration key ${path}: must be one of ${allowed.join(", ")} (got ${literals[0]![2]})`
   }
-  return `configuration key ${path}: ${first.message}`
+  return `configuration key ${path}: ${readable(first.message)}`
+}
+
+/** Schema's text for an object or array type (`{ readonly [x: string]: { ... } }`): a whole type, often hundreds of characters. */
+const EXPECTED_TYPE = /^Expected (\{|ReadonlyArray<)[^]*, actual ([^]*)$/
+
+/** An issue's message, with a structure's whole type said as what it is: an object, an array. */
+const readable = (message: string): string => {
+  const match = EXPECTED_TYPE.exec(message)
+  return match === null ? message : `Expected ${match[1] === "{" ? "an object" : "an array"}, actual ${match[2]}`
 }
 
 export interface Loaded {

@@ -397,7 +397,7 @@ describe("@openrouter/sdk chat.send", () => {
       body: JSON.stringify({ models: [], messages: [{ role: "user", content: "x" }] })
     })
     expect(none.status).toBe(400)
-    expect((await none.json()).error.message).toContain("model")
+    expect(((await none.json()) as { error: { message: string } }).error.message).toContain("model")
   })
 
   interface SdkChunk {
