@@ -157,6 +157,7 @@ describe("MessagesRequest", () => {
         require_parameters: true,
         data_collection: "deny",
         zdr: true,
+        enforce_distillable_text: true,
         quantizations: ["fp8", "bf16", "unknown"],
         sort: { by: "throughput", partition: "none" },
         max_price: { prompt: 3, completion: "15.5", request: 0, image: "0.01" },
@@ -177,6 +178,7 @@ describe("MessagesRequest", () => {
           require_parameters: null,
           data_collection: null,
           zdr: null,
+          enforce_distillable_text: null,
           quantizations: null,
           sort: null,
           max_price: null,
@@ -203,6 +205,7 @@ describe("MessagesRequest", () => {
       rejects(body({ provider: { allow_fallbacks: "no" } }), "provider.allow_fallbacks", "Expected a boolean")
       rejects(body({ provider: { require_parameters: 1 } }), "provider.require_parameters")
       rejects(body({ provider: { zdr: "true" } }), "provider.zdr")
+      rejects(body({ provider: { enforce_distillable_text: "yes" } }), "provider.enforce_distillable_text", "a boolean")
       rejects(body({ provider: { data_collection: "never" } }), "provider.data_collection", "\"allow\" | \"deny\"")
       rejects(body({ provider: { quantizations: ["fp7"] } }), "provider.quantizations[0]", "\"fp8\"")
       rejects(body({ provider: { sort: "cheapest" } }), "provider.sort", "\"price\" | \"throughput\" | \"latency\"")

@@ -325,6 +325,52 @@ describe("RoutePlanner", () => {
       expect(plan({ quantizations: ["unknown"] })).toEqual(["x/m@gamma", "y/m@delta", "y/m@alpha"])
     })
 
+    it("enforce_distillable_text keeps only the endpoints of models marked distillable; false and null do nothing", () => {
+      const catalogue = makeSnapshot([
+        model(
+          "d/closed",
+          endpoint("d/closed", "p1", priced(1)),
+          endpoint("d/closed", "p2", priced(2, 0, { distillable: false }))
+        ),
+        model("d/open", endpoint("d/open", "p3", priced(3, 0, { distillable: true })))
+      ])
+      const request = (provider: RoutePlanner.ProviderPreferences, model = "d/closed") => ({
+        model,
+        fallbacks: [{ model: "d/open" }],
+        requirements: none,
+        provider
+      })
+      expect(ids(request({ enforce_distillable_text: true }), {}, catalogue)).toEqual(["d/open@p3"])
+      for (const provider of [{ enforce_distillable_text: false }, { enforce_distillable_text: null }, {}]) {
+        expect(ids(request(provider), {}, catalogue)).toEqual(["d/closed@p1", "d/closed@p2", "d/open@p3"])
+      }
+      const steps = Either.getOrThrow(RoutePlanner.plan(request({ enforce_distillable_text: true }), catalogue)).steps
+      expect(steps).toContainEqual({
+        type: "routing",
+        name: "filter",
+        summary: "d/closed via p1 removed by provider.enforce_distillable_text: the model is not marked distillable"
+      })
+      expect(steps).toContainEqual({
+        type: "routing",
+        name: "filter",
+        summary: "d/closed via p2 removed by provider.enforce_distillable_text: the model is not marked distillable"
+      })
+      const alone = { model: "d/closed", requirements: none }
+      const failed = failure({ ...alone, provider: { enforce_distillable_text: true } }, catalogue)
+      const zdr = failure({ ...alone, provider: { zdr: true } }, catalogue)
+      expect(failed._tag).toBe(zdr._tag)
+      expect(failed._tag).toBe("InvalidRequest")
+      expect(failed.message).toBe(
+        "No endpoints found that can serve this request (provider.enforce_distillable_text): " +
+          "provider.enforce_distillable_text removed d/closed via p1 (the model is not marked distillable), " +
+          "d/closed via p2 (the model is not marked distillable)"
+      )
+      expect(
+        RoutePlanner.excludedBy(catalogue.models.get("d/open")!.endpoints[0], none, { enforce_distillable_text: true })
+      )
+        .toBeUndefined()
+    })
+
     it("max_price excludes endpoints above a ceiling; prompt and completion are per million tokens", () => {
       expect(plan({ max_price: { prompt: 2 } })).toEqual(["x/m@beta", "x/m@gamma", "y/m@delta", "y/m@alpha"])
       expect(plan({ max_price: { prompt: "1" } })).toEqual(["x/m@beta", "y/m@delta", "y/m@alpha"])

@@ -50,6 +50,7 @@ const endpointArb = (modelId: string, index: number): fc.Arbitrary<Generated> =>
     completion: fc.integer({ min: 0, max: 20 }),
     zdr: fc.boolean(),
     dataCollection: fc.constantFrom("allow" as const, "deny" as const),
+    distillable: fc.constantFrom(undefined, false, true),
     quantization: fc.constantFrom(undefined, "fp8", "FP16", "int4"),
     supportedParameters: fc.option(fc.subarray([...PARAMETERS]), { nil: undefined }),
     inputModalities: fc.option(fc.subarray(["text", "image", "file"]), { nil: undefined }),
@@ -108,6 +109,7 @@ const preferencesArb: fc.Arbitrary<RoutePlanner.ProviderPreferences> = fc.record
   require_parameters: rarely(fc.boolean()),
   data_collection: rarely(fc.constantFrom("allow" as const, "deny" as const)),
   zdr: rarely(fc.boolean()),
+  enforce_distillable_text: rarely(fc.constantFrom(null, false, true)),
   quantizations: rarely(
     fc.subarray(["fp8" as const, "fp16" as const, "int4" as const, "bf16" as const, "unknown" as const])
   ),
@@ -195,6 +197,7 @@ const allowed = (g: Generated, needs: RoutePlanner.Requirements, p: RoutePlanner
   if (p.require_parameters === true && used.length > 0 && !used.every((x) => params?.includes(x))) return false
   if (p.data_collection === "deny" && e.dataCollection !== "deny") return false
   if (p.zdr === true && !e.zdr) return false
+  if (p.enforce_distillable_text === true && e.distillable !== true) return false
   const quantizations = p.quantizations ?? []
   if (quantizations.length > 0 && !quantizations.includes((e.quantization?.toLowerCase() ?? "unknown") as any)) {
     return false

@@ -215,6 +215,7 @@ export const catalogueModels = (config: GatewayConfig): Array<Catalogue.Model> =
           inputModalities: e.inputModalities,
           zdr: e.zdr,
           dataCollection: e.dataCollection ?? (e.zdr ? "deny" : "allow"),
+          distillable: model.distillable,
           supportsVoiceCloning: e.supportsVoiceCloning,
           supportsMultipleAudioReferences: e.supportsMultipleAudioReferences,
           supportsImageReference: e.supportsImageReference

@@ -53,6 +53,11 @@ const ModelConfig = Schema.Struct({
   /** A speech model's voices (listed by the model endpoints). */
   voices: Schema.optional(Schema.Array(Schema.String)),
   maxTokensPolicy: Schema.optional(MaxTokensPolicy),
+  /**
+   * Whether the model's author allows distillation of its outputs (`provider.enforce_distillable_text`); false unless
+   * the operator says so, since the gateway knows nothing of a model's licence.
+   */
+  distillable: Schema.optionalWith(Schema.Boolean, { default: () => false }),
   endpoints: Schema.Array(EndpointConfig),
   scores: Schema.optional(Schema.Struct({
     code: Schema.optional(Score),

@@ -16,7 +16,20 @@ let h: Harness
 let client: OpenAI
 
 beforeAll(async () => {
-  h = await startHarness()
+  h = await startHarness({
+    models: {
+      // Marked distillable (provider.enforce_distillable_text); the harness's own models are not.
+      "acme/open": {
+        name: "Fake open weights",
+        distillable: true,
+        endpoints: [{
+          provider: "acme",
+          upstreamModel: "open-fake-1",
+          pricing: { prompt: "0.000001", completion: "0" }
+        }]
+      }
+    }
+  })
   client = new OpenAI({ baseURL: `${h.url}/v1`, apiKey: KEY, maxRetries: 0 })
 })
 afterAll(() => h.close())
@@ -458,6 +471,42 @@ describe("@openrouter/sdk chat.send", () => {
       model: "acme/gpt"
     })
     for (const chunk of chunks) expect(identity(chunk)).toEqual(identity(chunks[0]))
+  })
+
+  it("honours provider.enforceDistillableText: a distillable model answers, another is refused as zdr refuses", async () => {
+    const openrouter = new OpenRouter({ serverURL: `${h.url}/v1`, apiKey: KEY, retryConfig: { strategy: "none" } })
+    const send = (model: string, provider: { enforceDistillableText?: boolean | null; zdr?: boolean }) =>
+      openrouter.chat.send({ chatRequest: { model, messages: [{ role: "user", content: "distil me" }], provider } })
+    const completion = await send("acme/open", { enforceDistillableText: true }) as {
+      choices: Array<{ message: { content: unknown } }>
+      model: string
+    }
+    expect(completion.model).toBe("acme/open")
+    expect(completion.choices[0].message.content).toBe("Echo: distil me")
+    expect(h.openai.requests.at(-1)!.body).toMatchObject({ model: "open-fake-1" })
+    expect(h.openai.requests.at(-1)!.body.provider).toBeUndefined()
+    for (const enforceDistillableText of [false, null]) {
+      const answer = await send("acme/gpt", { enforceDistillableText }) as { model: string }
+      expect(answer.model).toBe("acme/gpt")
+    }
+    const sent = h.openai.requests.length
+    const refused = await send("acme/gpt", { enforceDistillableText: true }).catch((error: unknown) => error)
+    const zdr = await send("acme/gpt", { zdr: true }).catch((error: unknown) => error)
+    expect(h.openai.requests).toHaveLength(sent)
+    expect(zdr).toBeInstanceOf(OpenRouterErrors.BadRequestResponseError)
+    expect(refused).toBeInstanceOf(OpenRouterErrors.BadRequestResponseError)
+    const [distil, retention] = [refused, zdr] as Array<OpenRouterErrors.BadRequestResponseError>
+    expect(distil.statusCode).toBe(400)
+    expect(distil.statusCode).toBe(retention.statusCode)
+    const body = JSON.parse(distil.body)
+    expect(body.error.message).toBe(
+      "No endpoints found that can serve this request (provider.enforce_distillable_text): " +
+        "provider.enforce_distillable_text removed acme/gpt via acme (the model is not marked distillable)"
+    )
+    const expected = JSON.parse(retention.body)
+    expected.error.message = expected.error.message.replaceAll("provider.zdr", "provider.enforce_distillable_text")
+      .replace("is not a zero-data-retention endpoint", "the model is not marked distillable")
+    expect(body).toEqual(expected)
   })
 
   it("answers errors with the body the SDK reads into its typed errors", async () => {

@@ -37,6 +37,12 @@ export interface Endpoint {
   readonly inputModalities?: ReadonlyArray<string> | undefined
   readonly zdr: boolean
   readonly dataCollection: "allow" | "deny"
+  /**
+   * Whether its model's author allows distillation of the model's outputs (`provider.enforce_distillable_text` keeps
+   * only such endpoints). A model's property, carried on each of its endpoints so that the filters read endpoints
+   * alone; the configuration sets it per model. Unset: not distillable.
+   */
+  readonly distillable?: boolean | undefined
   readonly supportsVoiceCloning: boolean
   readonly supportsMultipleAudioReferences: boolean
   readonly supportsImageReference: boolean

@@ -167,6 +167,7 @@ const providerPreferencesSchema = closed({
   require_parameters: nullableBoolean,
   data_collection: optional(nullable("a string", { is: isString, schema: literal("allow", "deny") })),
   zdr: nullableBoolean,
+  enforce_distillable_text: nullableBoolean,
   quantizations: optional(
     nullable("an array of quantizations", { is: Array.isArray, schema: Schema.Array(Quantization) })
   ),

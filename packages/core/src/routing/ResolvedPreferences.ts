@@ -14,6 +14,8 @@ export interface Resolved {
   readonly requireParameters: boolean
   readonly denyDataCollection: boolean
   readonly zdr: boolean
+  /** `enforce_distillable_text`: only endpoints of models marked distillable. */
+  readonly enforceDistillableText: boolean
   readonly quantizations: ReadonlySet<string> | undefined
   readonly sortBy: SortBy | undefined
   readonly partition: Partition
@@ -54,6 +56,7 @@ export const resolve = (p: ProviderPreferences | null | undefined): Resolved => 
     requireParameters: p?.require_parameters ?? false,
     denyDataCollection: p?.data_collection === "deny",
     zdr: p?.zdr ?? false,
+    enforceDistillableText: p?.enforce_distillable_text ?? false,
     quantizations: quantizations && new Set(quantizations),
     sortBy: sort == null ? undefined : typeof sort === "string" ? sort : sort.by ?? undefined,
     partition: sort == null || typeof sort === "string" ? "model" : sort.partition ?? "model",

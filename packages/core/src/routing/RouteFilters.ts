@@ -2,9 +2,9 @@
  * The filters of route planning (`excludedBy`): the capability filters, always (the API, tools, images, documents,
  * `max_tokens` over `maxCompletionTokens`, estimated prompt plus `max_tokens` over `contextLength`), then the provider
  * preferences (`only`, `ignore`, `order` when `allow_fallbacks` is false, `require_parameters`, `data_collection`,
- * `zdr`, `quantizations` and `max_price`). With `clampFor`, the `max_tokens` an endpoint that cannot honour the
- * request's would take instead, the parameters a body uses (`usedParameters`, read by `require_parameters`), and the
- * endpoint prices the planner compares.
+ * `zdr`, `enforce_distillable_text`, `quantizations` and `max_price`). With `clampFor`, the `max_tokens` an endpoint
+ * that cannot honour the request's would take instead, the parameters a body uses (`usedParameters`, read by
+ * `require_parameters`), and the endpoint prices the planner compares.
  */
 import type { Endpoint } from "../catalogue/Catalogue.js"
 import type { ProviderPreferences } from "./ProviderPreferences.js"
@@ -121,6 +121,9 @@ export const preference = (endpoint: Endpoint, needs: Requirements, p: Resolved)
     return { filter: "provider.data_collection", reason: "its data policy allows data collection" }
   }
   if (p.zdr && !endpoint.zdr) return { filter: "provider.zdr", reason: "is not a zero-data-retention endpoint" }
+  if (p.enforceDistillableText && endpoint.distillable !== true) {
+    return { filter: "provider.enforce_distillable_text", reason: "the model is not marked distillable" }
+  }
   if (p.quantizations !== undefined) {
     const quantization = endpoint.quantization?.toLowerCase() ?? "unknown"
     if (!p.quantizations.has(quantization)) {

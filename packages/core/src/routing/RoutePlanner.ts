@@ -10,9 +10,10 @@
  *    capabilities always (tools, images, documents, `max_tokens` over `maxCompletionTokens`, estimated prompt plus
  *    `max_tokens` over `contextLength`), then the provider preferences `only`, `ignore`, `order` (only when
  *    `allow_fallbacks` is false: unlisted providers go), `require_parameters`, `data_collection`, `zdr`,
- *    `quantizations` and `max_price`. **Prefer, then clamp**: when none of a model's endpoints can honour the requested
- *    `max_tokens` but some would pass every filter with their own `maxCompletionTokens`, those are kept with the
- *    attempt's `maxTokens` lowered to that limit (a `clamp` step), unless the model's `maxTokensPolicy` is `strict`.
+ *    `enforce_distillable_text`, `quantizations` and `max_price`. **Prefer, then clamp**: when none of a model's
+ *    endpoints can honour the requested `max_tokens` but some would pass every filter with their own
+ *    `maxCompletionTokens`, those are kept with the attempt's `maxTokens` lowered to that limit (a `clamp` step),
+ *    unless the model's `maxTokensPolicy` is `strict`.
  *    Nothing left: `InvalidRequest` (400, "No endpoints found that ...") naming each filter and what it removed: the
  *    request itself rules every endpoint out, so retrying cannot help (503 is for endpoints that failed).
  * 3. **Health tiers**: a cooling-down endpoint (not yet half-open) and one with a recent outage are not dropped but
