@@ -17,6 +17,7 @@ import type {
   UsageLog
 } from "@model-gateway/core"
 import * as Effect from "effect/Effect"
+import * as Abandoned from "./Abandoned.js"
 import * as BatchesRoute from "./BatchesRoute.js"
 import * as Cors from "./Cors.js"
 import * as EndpointsRoute from "./EndpointsRoute.js"
@@ -49,6 +50,13 @@ export interface Handler {
    * `internalError`).
    */
   readonly internalError?: ((request: GatewayRequest, requestId: string) => GatewayResponse) | undefined
+  /**
+   * Tells of a request whose client went away before its answer, for a binding that made its progress (core's
+   * `Progress`): its log line, status 499, and no usage record (see `Abandoned`). `makeHandler`'s has it.
+   */
+  readonly abandoned?:
+    | ((request: GatewayRequest, requestId: string) => Effect.Effect<void, never, HandlerRequirements>)
+    | undefined
 }
 
 /** What a binding answers, with `requestId`, for `request` when `handler` died: its family's 500, else the generic. */
@@ -122,6 +130,7 @@ export const makeHandler = (options: HandlerOptions = {}): Handler => {
   const handler = options.cors === undefined ? dispatch : Cors.wrap(options.cors, table, dispatch)
   return Object.assign(handler, {
     internalError: (request: GatewayRequest, requestId: string) =>
-      ErrorResponses.internalError(RouteDispatcher.familyOf(table, request.path), requestId)
+      ErrorResponses.internalError(RouteDispatcher.familyOf(table, request.path), requestId),
+    abandoned: Abandoned.tell(table)
   })
 }

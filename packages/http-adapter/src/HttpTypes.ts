@@ -2,7 +2,7 @@
  * The framework-neutral request and response the routes work on. Bindings (node:http, @effect/platform HttpApp, web
  * fetch) translate to and from them; routes never see a framework.
  */
-import type { GatewayError, MessagesService } from "@model-gateway/core"
+import type { GatewayError, MessagesService, Progress } from "@model-gateway/core"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
@@ -40,6 +40,11 @@ export interface GatewayRequest {
    * last-resort 500 (the handler died) tells the same id. The dispatcher makes one when it is absent.
    */
   readonly requestId?: string | undefined
+  /**
+   * Where the request has come to, made by a binding that tells of a request whose client went away before its answer
+   * (the node binding: see core's `Progress`); the dispatcher and the use cases note in it as they go.
+   */
+  readonly progress?: Progress.Progress | undefined
 }
 
 /** A new request id, as the gateway makes them: `req_` and 32 hex digits (the `request-id` header, `request_id`). */

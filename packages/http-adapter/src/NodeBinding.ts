@@ -2,8 +2,9 @@
  * The `node:http` binding: a request listener driven by one prebuilt runtime. This is the hot path of the example
  * server: no router framework, no per-request layers, the body read only when a route asks for it (`NodeRequest`), and
  * stream frames written as they come with back-pressure (`NodeResponse`). A client that goes away interrupts the
- * request's fiber, which aborts the upstream request.
+ * request's fiber, which aborts the upstream request; one that went away before any answer leaves a log line (499).
  */
+import { Progress } from "@model-gateway/core"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -74,15 +75,20 @@ export const makeListener = <E>(
   ): void => {
     // The id is made here rather than by the dispatcher, so that the answer to a defect can tell it too.
     const requestId = newRequestId()
-    const request = describe(req, options, body, bodyUpTo, requestId)
+    const request = describe(req, options, body, bodyUpTo, requestId, new Progress.Progress())
     const fiber = runtime.runFork(
       Effect.flatMap(handler(request), (response) => writeResponse(res, response, req, options))
     )
     // A defect (the handler cannot fail otherwise) still gets an answer: a 500 in the error body of the route's family,
     // with the request's id. Watched from outside the fiber rather than with `catchAllDefect`, which would add Effect
-    // steps to every request for what should never happen.
+    // steps to every request for what should never happen. So is an interruption (the client went away): one before
+    // any answer leaves its log line, from the request's progress (`handler.abandoned`).
     fiber.addObserver((exit) => {
-      if (Exit.isSuccess(exit) || Cause.isInterruptedOnly(exit.cause)) return
+      if (Exit.isSuccess(exit)) return
+      if (Cause.isInterruptedOnly(exit.cause)) {
+        if (!res.headersSent && handler.abandoned !== undefined) runtime.runFork(handler.abandoned(request, requestId))
+        return
+      }
       if (!res.headersSent) {
         const response = internalError(handler, request, requestId)
         res.writeHead(response.status, response.headers)

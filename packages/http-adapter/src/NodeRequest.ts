@@ -84,14 +84,15 @@ export const readBody = (req: IncomingMessage, limit: number, idleMs: number) =>
 
 /**
  * The gateway's description of `req`, its path under `options.mountPath`, its body read by `body` and `bodyUpTo`, with
- * the id the binding made for it, if any.
+ * the id and the progress the binding made for it, if any.
  */
 export const describe = (
   req: IncomingMessage,
   options: { readonly mountPath?: string | undefined },
   body: GatewayRequest["body"],
   bodyUpTo: NonNullable<GatewayRequest["bodyUpTo"]>,
-  requestId?: string
+  requestId?: string,
+  progress?: GatewayRequest["progress"]
 ): GatewayRequest => {
   const url = req.url ?? "/"
   const q = url.indexOf("?")
@@ -105,7 +106,8 @@ export const describe = (
     headers: req.headers,
     body,
     bodyUpTo,
-    requestId
+    requestId,
+    progress
   }
 }
 

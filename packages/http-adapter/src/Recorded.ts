@@ -2,7 +2,8 @@
  * The usage record of a request a route answers itself, without a model (the intern routes, the endpoint catalogue):
  * who asked, the route, the status and error type, how long it took. Every request leaves exactly one record: the
  * messages use case records those it runs, the dispatcher those it refuses before any handler, and these routes the
- * rest through this. An interrupted request (the client went away before an answer) is not recorded here.
+ * rest through this. An interrupted request (the client went away before an answer) is not recorded: its binding
+ * logs it (`Abandoned`).
  */
 import { GatewayError, UsageLog } from "@model-gateway/core"
 import * as Cause from "effect/Cause"

@@ -173,6 +173,10 @@ export const refusal = (
 /** Past this many characters, the path of an unknown route is cut in its usage record (clients choose it). */
 const MAX_RECORDED_PATH = 256
 
+/** A path no route matches, as its usage record (and its line) shows it: cut when long. */
+export const recordedPath = (path: string): string =>
+  path.length > MAX_RECORDED_PATH ? `${path.slice(0, MAX_RECORDED_PATH)}…` : path
+
 /** A 404 or 405: answered and recorded before any route is chosen. */
 const unmatched = <R>(
   table: RouteTable.Table<R>,
@@ -187,11 +191,7 @@ const unmatched = <R>(
       requestId
     )
     : ErrorResponses.methodNotAllowed(entry.family, method, path, entry.allow, requestId)
-  const shown = entry !== undefined
-    ? entry.pattern
-    : path.length > MAX_RECORDED_PATH
-    ? `${path.slice(0, MAX_RECORDED_PATH)}…`
-    : path
+  const shown = entry !== undefined ? entry.pattern : recordedPath(path)
   const errorType = entry === undefined ? "not_found_error" : "invalid_request_error"
   return Effect.clockWith((clock) =>
     Effect.flatMap(UsageLog.UsageLog, (log) => {
@@ -309,6 +309,8 @@ const authorize = <R>(d: Dispatch<R>): Effect.Effect<GatewayResponse, never, R> 
   if (secret === undefined) return refuse(d, missingKey())
   return Effect.flatMap(Context.get(d.services, Keys.Keys).authenticate(ApiKeys.digest(secret)), (principal) => {
     if (Option.isNone(principal)) return refuse(d, invalidKey())
+    const progress = d.request.progress
+    if (progress !== undefined) progress.principal = principal.value
     if (access === "management" && !principal.value.management) return refuse(d, managementOnly(), principal.value)
     return serve(d, principal.value)
   })
@@ -332,6 +334,8 @@ export const make = <R>(
   // One step for the services and the clock: `Effect.contextWithEffect` inside `Effect.clockWith` takes three.
   return Effect.withFiberRuntime((fiber) => {
     const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
+    const started = clock.unsafeCurrentTimeMillis()
+    if (request.progress !== undefined) request.progress.started = started
     return authorize({
       compiled,
       family: entry.family,
@@ -340,7 +344,7 @@ export const make = <R>(
       params: found.params,
       services: fiber.currentContext as Context.Context<R | Requirements>,
       clock,
-      started: clock.unsafeCurrentTimeMillis()
+      started
     })
   })
 }

@@ -35,7 +35,8 @@ export const contextOf = <R>(request: RouteTable.AuthenticatedRequest<R>): Messa
       anthropicVersion: header(headers, "anthropic-version"),
       anthropicBeta: header(headers, "anthropic-beta")
     },
-    app: RequestHeaders.app(headers)
+    app: RequestHeaders.app(headers),
+    progress: request.request.progress
   }
 }
 

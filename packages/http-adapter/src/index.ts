@@ -1,3 +1,4 @@
+export * as Abandoned from "./Abandoned.js"
 export * as ApiKeys from "./ApiKeys.js"
 export * as BatchesRoute from "./BatchesRoute.js"
 export * as Cors from "./Cors.js"

@@ -2,7 +2,8 @@
  * One log line per request, at its completion: every request leaves exactly one usage record (the use cases record
  * theirs, the HTTP layer those it refuses before any use case), so the line is written as the record is. It names the
  * route, status, model, provider, attempts, tokens, cost and duration; request id, key id (never a key) and workspace
- * are annotations.
+ * are annotations. A request whose client went away before its answer has no record; its line (status 499) is written
+ * when the HTTP layer tells of it (`UsageLog.abandoned`), and nothing is stored.
  *
  * The line is written directly, not through `Effect.log`: the fiber's log machinery, `annotateLogs` and Effect's
  * formatters cost some 20 µs per request under load (measured), more than a tenth of a request's whole CPU. It is the
@@ -84,7 +85,10 @@ export const logRecord = (logging: Logging): (r: UsageLog.UsageRecord) => void =
     : (r) => writer.write(formatLine(format, r, new Date()))
 }
 
-/** Wraps the `UsageLog` in context so that every record is also logged (unless Info is below `logging`'s level). */
+/**
+ * Wraps the `UsageLog` in context so that every record is also logged, and every request abandoned by its client only
+ * logged (unless Info is below `logging`'s level).
+ */
 export const layer = (logging: Logging): Layer.Layer<UsageLog.UsageLog, never, UsageLog.UsageLog> =>
   Layer.effect(
     UsageLog.UsageLog,
@@ -93,7 +97,8 @@ export const layer = (logging: Logging): Layer.Layer<UsageLog.UsageLog, never, U
       const log = logRecord(logging)
       return UsageLog.UsageLog.of({
         ...inner,
-        record: (r) => Effect.zipRight(inner.record(r), Effect.sync(() => log(r)))
+        record: (r) => Effect.zipRight(inner.record(r), Effect.sync(() => log(r))),
+        abandoned: (r) => Effect.sync(() => log(r))
       })
     })
   )

@@ -8,6 +8,7 @@ import {
 import { decode } from "../src/Config.js"
 import type { RunningServer } from "../src/Gateway.js"
 import { startServer } from "../src/Gateway.js"
+import type * as Logging from "../src/Logging.js"
 import { OffsetClock } from "./OffsetClock.js"
 
 export const KEY = "mg-test-management-key"
@@ -39,6 +40,8 @@ export const startHarness = async (
     models?: Record<string, unknown>
     /** Top-level configuration keys besides those the harness sets (`workspaces`, `limits`, ...). */
     config?: Record<string, unknown>
+    /** How the gateway logs, with a line per request; without it, no request is logged. */
+    logging?: Logging.Logging
   } = {}
 ): Promise<Harness> => {
   const anthropic = await startFakeAnthropic()
@@ -90,7 +93,13 @@ export const startHarness = async (
     ...overrides.config
   })
   const clock = new OffsetClock()
-  const gateway = await startServer(config, { host: "127.0.0.1", port: 0, clock, requestLog: false })
+  const gateway = await startServer(config, {
+    host: "127.0.0.1",
+    port: 0,
+    clock,
+    logging: overrides.logging,
+    requestLog: overrides.logging !== undefined
+  })
   return {
     anthropic,
     openai,

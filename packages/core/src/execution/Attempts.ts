@@ -115,6 +115,7 @@ const attempt = <A, E>(
 ): Effect.Effect<ExecutionResult<A>, GatewayError.GatewayError> => {
   const { attempts, run } = planned
   const current = attempts[i]
+  Charging.attempting(run, current, tried + 1)
   const attemptStart = run.clock.unsafeCurrentTimeMillis()
   return Effect.matchEffect(planned.dialect.json(current), {
     onFailure: (error) => {

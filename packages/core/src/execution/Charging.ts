@@ -88,12 +88,26 @@ const MODEL_ID_MAX = 256
 const requestedModel = (id: string | null): string | null => id !== null && id.length <= MODEL_ID_MAX ? id : null
 
 /**
+ * Notes on the request's progress, when it has one, the attempt now made and how many it makes with it (see
+ * `Progress`); not a fusion analysis's, whose request is told by its own.
+ */
+export const attempting = (requested: Requested, attempt: Attempt, attempts: number): void => {
+  const progress = requested.context.progress
+  if (progress === undefined || !requested.recordUsage) return
+  progress.attempt = attempt
+  progress.attempts = attempts
+  progress.stream = requested.stream
+}
+
+/**
  * Writes the request's one usage record (none for a fusion analysis), and settles its reservation with the same
- * usage: released when nothing answered and nothing was spent before (fusion analyses are).
+ * usage: released when nothing answered and nothing was spent before (fusion analyses are). Its progress, when it has
+ * one, notes that it has its answer.
  */
 export const record = (usageLog: UsageLogService, requested: Requested, ending: Ending): Effect.Effect<void> => {
   if (!requested.recordUsage) return Effect.void
-  const { admission } = requested
+  const { admission, context } = requested
+  if (context.progress !== undefined) context.progress.answered = true
   const written = write(usageLog, requested, ending)
   if (admission === undefined) return written
   return Effect.zipRight(

@@ -129,6 +129,7 @@ const commit = <A, E>(ports: ExecutorPorts, planned: Planned<A, E>, opening: Ope
     let tried = 0
     for (let i = 0; i >= 0; i = nextAttempt(attempts, i, last!)) {
       const attempt = attempts[i]
+      Charging.attempting(run, attempt, tried + 1)
       const attemptStart = clock.unsafeCurrentTimeMillis()
       const scope = yield* Scope.make()
       opening.scope = scope

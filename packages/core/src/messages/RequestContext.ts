@@ -3,6 +3,7 @@
  * headers said.
  */
 import type { Principal } from "../auth/Keys.js"
+import type { Progress } from "../execution/Progress.js"
 import type { ForwardHeaders } from "../upstream/Upstream.js"
 
 /** Who asked, and what the HTTP layer learnt from headers. */
@@ -25,4 +26,6 @@ export interface RequestContext {
     readonly title?: string | undefined
     readonly categories?: string | undefined
   }
+  /** Where the request has come to, when its binding can tell that its client went away (see `Progress`). */
+  readonly progress?: Progress | undefined
 }

@@ -94,6 +94,7 @@ const commit = (ports: SpeechPorts, run: SpeechRun, scope: Scope.CloseableScope)
     for (let i = 0; i >= 0 && i < attempts.length;) {
       tried = tried + 1
       const attempt = attempts[i]
+      UsageAccounting.attempting(run, attempt, tried)
       const attemptStart = clock.unsafeCurrentTimeMillis()
       const child = yield* Scopes.fork(scope, ExecutionStrategy.sequential)
       const speech = ports.upstream.speech

@@ -50,6 +50,11 @@ export interface UsageQuery {
 export interface UsageLogService {
   /** Queues a record; never blocks the caller on storage. */
   readonly record: (record: UsageRecord) => Effect.Effect<void>
+  /**
+   * Tells of a request whose client went away before its answer (status 499): not a usage record, since nothing was
+   * served or billed, and no store keeps it. The request log writes its line; a log without one leaves this out.
+   */
+  readonly abandoned?: ((record: UsageRecord) => Effect.Effect<void>) | undefined
   /** Waits until every queued record is stored. */
   readonly flush: Effect.Effect<void>
   /** Newest first. */
