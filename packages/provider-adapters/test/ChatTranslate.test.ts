@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { ChunkTemplate } from "@model-gateway/core"
+import { ChunkTemplate, ToldUsage } from "@model-gateway/core"
 import type { Upstream, Wire } from "@model-gateway/core"
 import { Either } from "effect"
 import OpenAI from "openai"
@@ -726,6 +726,34 @@ describe("makeChunkTranslator", () => {
     assert.strictEqual(template!.chunk, chunks[1])
     assert.strictEqual(ChunkTemplate.templateOf(chunks[3]), template)
     assert.isUndefined(ChunkTemplate.templateOf(chunks[1]))
+  })
+
+  it("carries, unseen, the usage told until then on the first chunk and the finish (core's `ToldUsage`)", () => {
+    const usage = {
+      input_tokens: 1234,
+      output_tokens: 90,
+      cache_read_input_tokens: 56,
+      cache_creation_input_tokens: 78
+    }
+    const chunks = run(streamOf(message([{ type: "text", text: "Hello there" }], { usage }), 5))
+    const told = (output: number) => ({
+      prompt_tokens: 1368,
+      completion_tokens: output,
+      total_tokens: 1368 + output,
+      prompt_tokens_details: { cached_tokens: 56, cache_write_tokens: 78 }
+    })
+    assert.deepStrictEqual(ToldUsage.toldOf(chunks[0]), told(1))
+    assert.deepStrictEqual(ToldUsage.toldOf(chunks[4]), told(90))
+    assert.deepStrictEqual(chunks.map((c) => ToldUsage.toldOf(c) !== undefined), [
+      true,
+      false,
+      false,
+      false,
+      true,
+      false
+    ])
+    assert.deepStrictEqual(JSON.parse(JSON.stringify(chunks[0])), roleChunk)
+    assert.isUndefined(ToldUsage.toldOf({ ...chunks[0] }))
   })
 
   it("gives each event's chunks as the event arrives", () => {

@@ -567,6 +567,62 @@ describe("usage", () => {
     })
     expect(Number(record!.cost)).toBeGreaterThan(0)
   })
+
+  describe("a chat stream over an Anthropic upstream that breaks off", () => {
+    // message_start tells 1234 prompt tokens (and cache reads and writes), message_delta 90 output tokens. The stream's
+    // frames: message_start, content_block_start, ping, eight text deltas, content_block_stop, message_delta,
+    // message_stop.
+    const told = { input: 1234, cacheRead: 56, cacheWrite: 78, output: 90 }
+    const words = "one two three four five six seven eight"
+
+    const cutAfter = async (events: number) => {
+      h.anthropic.setReply(() => ({ text: words, usage: told }))
+      h.anthropic.script({ kind: "cut", afterEvents: events })
+      const response = await fetch(`${h.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` },
+        body: JSON.stringify({
+          model: "anthro/claude",
+          stream: true,
+          max_tokens: 100,
+          messages: [{ role: "user", content: "count to eight" }]
+        })
+      })
+      expect(response.status).toBe(200)
+      const text = await response.text()
+      expect(text, "an in-band error, not a silent end").toContain("\"finish_reason\":\"error\"")
+      const requestId = response.headers.get("request-id")!
+      const recordOf = async () =>
+        (await h.gateway.gateway.runtime.runPromise(
+          Effect.flatMap(UsageLog.UsageLog, (log) => Effect.zipRight(log.flush, log.list({ limit: 50 })))
+        )).find((r) => r.requestId === requestId)
+      await expect.poll(recordOf).toBeDefined()
+      return { record: (await recordOf())!, text }
+    }
+
+    it("before message_delta: billed message_start's prompt and cache counts, only the output estimated", async () => {
+      const { record, text } = await cutAfter(5)
+      const carried = text.split("\n\n").filter((frame) => frame.startsWith("data: {")).map((frame) =>
+        JSON.parse(frame.slice("data: ".length))
+      ).map((chunk) => chunk.choices?.[0]?.delta?.content ?? "").join("")
+      expect(carried.length).toBeGreaterThan(0)
+      expect(record).toMatchObject({
+        model: "anthro/claude",
+        inputTokens: 1234,
+        cacheReadTokens: 56,
+        cacheWriteTokens: 78,
+        outputTokens: Math.max(1, Math.ceil(carried.length / 4))
+      })
+      // Cache writes at the prompt's price (the harness prices no cache write), reads at their own.
+      const cost = 1234 * 0.000003 + 56 * 0.0000003 + 78 * 0.000003 + record.outputTokens * 0.000015
+      expect(Number(record.cost)).toBeCloseTo(cost, 12)
+    })
+
+    it("after message_delta, before message_stop: billed the counts the upstream told, its output too", async () => {
+      const { record } = await cutAfter(13)
+      expect(record).toMatchObject({ inputTokens: 1234, cacheReadTokens: 56, cacheWriteTokens: 78, outputTokens: 90 })
+    })
+  })
 })
 
 describe("embeddings and responses", () => {

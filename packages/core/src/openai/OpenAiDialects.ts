@@ -16,6 +16,7 @@ import type { Attempt } from "../routing/RoutePlanner.js"
 import { type OpenAiApi, UpstreamError, type UpstreamService } from "../upstream/Upstream.js"
 import * as ChunkTemplate from "./ChunkTemplate.js"
 import * as OpenAiUsage from "./OpenAiUsage.js"
+import * as ToldUsage from "./ToldUsage.js"
 
 /** How the attempts of one request are called: the body each endpoint receives. */
 export interface Calls {
@@ -117,10 +118,17 @@ const generatedOf = (delta: unknown): number => {
   return chars
 }
 
-/** A chunk as the client gets it: the catalogue's model id, the provider, the cost in its usage. */
+/**
+ * A chunk as the client gets it: the catalogue's model id, the provider, the cost in its usage. Its usage, or the usage
+ * told so far that it carries unseen (`ToldUsage`), is the stream's.
+ */
 const chatFrame = (includeUsage: boolean) => (chunk: JsonObject, context: FrameContext): string => {
   const usage = usageOf(chunk)
   if (usage !== undefined) context.state.usage = usage
+  else {
+    const told = ToldUsage.toldOf(chunk)
+    if (told !== undefined) context.state.usage = told
+  }
   const choices = chunk.choices
   if (usage !== undefined && !includeUsage && (!Array.isArray(choices) || choices.length === 0)) return ""
   const out: JsonObject = Object.assign({}, chunk, {

@@ -3,7 +3,7 @@
  * completions answer the gateway's `/v1/chat/completions` front door gives: a `chat.completion`, or
  * `chat.completion.chunk`s made as each event arrives. No I/O, no SSE framing.
  */
-import { ChunkTemplate, Upstream, Wire } from "@model-gateway/core"
+import { ChunkTemplate, ToldUsage, Upstream, Wire } from "@model-gateway/core"
 import * as Either from "effect/Either"
 import { asNumber, asObject, asString } from "./ChatFields.js"
 import * as ReasoningDetails from "./ReasoningDetails.js"
@@ -144,10 +144,12 @@ export interface ChunkTranslator {
  * still fall over). Tool calls are numbered 0, 1, 2… in the order their blocks start, whatever the Anthropic block
  * index, and the fragments of each go to its number. The usage chunk (`choices: []`) comes at `message_stop` when
  * asked for: input and cache figures from `message_start`, replaced by any `message_delta` gives, output from the
- * last `message_delta`. Thinking streams as OpenRouter streams it: each fragment as `reasoning` and as a
- * `reasoning_details` entry (`reasoning.text`) numbered by its block among the answer's thinking blocks, the block's
- * signature in an entry of its own with the same number (text ""), a redacted block whole (`reasoning.encrypted`).
- * A client merges the entries of one number (texts joined), as OpenRouter's clients do, and hands them back.
+ * last `message_delta`. The first chunk and the finish carry, unseen, the usage told until then (core's `ToldUsage`):
+ * what a stream that breaks off before `message_stop` is billed, rather than an estimate of its prompt. Thinking
+ * streams as OpenRouter streams it: each fragment as `reasoning` and as a `reasoning_details` entry (`reasoning.text`)
+ * numbered by its block among the answer's thinking blocks, the block's signature in an entry of its own with the same
+ * number (text ""), a redacted block whole (`reasoning.encrypted`). A client merges the entries of one number (texts
+ * joined), as OpenRouter's clients do, and hands them back.
  */
 export const makeChunkTranslator = (options: ChunkTranslatorOptions): ChunkTranslator => {
   let started = false
@@ -167,7 +169,7 @@ export const makeChunkTranslator = (options: ChunkTranslatorOptions): ChunkTrans
   const emit = (out: Array<JsonObject>, delta: JsonObject, finish: string | null = null): void => {
     if (!announced) {
       announced = true
-      out.push(chunk({ role: "assistant", content: "" }))
+      out.push(ToldUsage.mark(chunk({ role: "assistant", content: "" }), chatUsage(usage)))
     }
     out.push(chunk(delta, finish))
   }
@@ -285,7 +287,10 @@ export const makeChunkTranslator = (options: ChunkTranslatorOptions): ChunkTrans
       case "message_delta": {
         addUsage(event.usage)
         const finish = finishReason(asObject(event.delta)?.stop_reason)
-        if (finish !== null) emit(out, {}, finish)
+        if (finish !== null) {
+          emit(out, {}, finish)
+          ToldUsage.mark(out[out.length - 1], chatUsage(usage))
+        }
         break
       }
       case "message_stop":
