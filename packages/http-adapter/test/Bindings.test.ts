@@ -167,6 +167,23 @@ describe("a handler that dies (a defect escaped it)", () => {
     for (const [path, family] of routes) await expectInternalError(await fetchHandler(ask(path)), family)
   })
 
+  it("fetch: a request aborted before its answer is told to the handler's `abandoned`, with its id and progress", async () => {
+    const told: Array<{ readonly requestId: string; readonly request: GatewayRequest }> = []
+    const waiting: Handler = Object.assign(() => Effect.never, {
+      abandoned: (request: GatewayRequest, requestId: string) => Effect.sync(() => told.push({ request, requestId }))
+    })
+    const controller = new AbortController()
+    const answer = FetchBinding.makeFetchHandler(runtime, waiting)(
+      new Request("http://x/v1/messages", { method: "POST", body: "{}", signal: controller.signal })
+    )
+    controller.abort()
+    await expect(answer).rejects.toThrow()
+    await expect.poll(() => told.length).toBe(1)
+    expect(told[0].requestId).toMatch(/^req_[0-9a-f]{32}$/)
+    expect(told[0].request.requestId).toBe(told[0].requestId)
+    expect(told[0].request.progress?.answered).toBe(false)
+  })
+
   it("a handler that is not the gateway's: the generic body, with a request id in its header", async () => {
     const dying: Handler = () => Effect.die(new Error("boom"))
     const response = await FetchBinding.makeFetchHandler(runtime, dying)(new Request("http://x/v1/messages"))
