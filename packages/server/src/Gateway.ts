@@ -35,6 +35,7 @@ import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as Option from "effect/Option"
 import * as RuntimeFlags from "effect/RuntimeFlags"
 import * as Scope from "effect/Scope"
 import type { Server } from "node:http"
@@ -317,7 +318,10 @@ export interface Serving {
 }
 
 export interface RunningServer extends Serving {
-  /** Graceful: stops accepting, lets in-flight requests and streams finish (up to `graceMs`), then disposes. */
+  /**
+   * Graceful: stops accepting, lets in-flight requests and streams finish, and the batch requests under way (up to
+   * `graceMs`), then disposes.
+   */
   readonly close: (graceMs?: number) => Promise<void>
 }
 
@@ -325,9 +329,34 @@ export interface ServeOptions extends GatewayOptions {
   readonly host?: string | undefined
   /** 0 picks a free port. */
   readonly port?: number | undefined
-  /** How long a graceful shutdown waits for in-flight requests and streams (default 30 s). */
+  /** How long a graceful shutdown waits for in-flight requests, streams and batch requests (default 30 s). */
   readonly graceMs?: number | undefined
 }
+
+/**
+ * Stops the gateway's batch worker gracefully (see `BatchWorker.drain`): it claims nothing more, and the requests it
+ * has sent upstream finish and are recorded, for up to `graceMs`. Nothing to do in a process that runs no worker.
+ */
+const drainBatches = (gateway: Gateway, graceMs: number): Effect.Effect<void> =>
+  Effect.flatMap(Effect.orDie(gateway.runtime.runtimeEffect), (runtime) =>
+    Effect.provide(
+      Effect.flatMap(
+        Effect.serviceOption(BatchWorker.BatchWorker),
+        Option.match({ onNone: () => Effect.void, onSome: (worker) => worker.drain(graceMs) })
+      ),
+      runtime
+    ))
+
+/**
+ * The graceful stop of a served gateway, in one grace period: the server stops accepting and its in-flight requests
+ * and streams finish, while the batch worker stops claiming and its requests under way finish (a batch request is
+ * paid for as a live one is: cut, it would run, and be paid, again).
+ */
+const stopServing = (serving: Pick<Serving, "gateway" | "server">, graceMs: number): Effect.Effect<void> =>
+  Effect.all([Effect.promise(() => shutDown(serving.server, graceMs)), drainBatches(serving.gateway, graceMs)], {
+    concurrency: "unbounded",
+    discard: true
+  })
 
 const listen = (server: Server, port: number, host: string) =>
   Effect.async<void, ListenError>((resume) => {
@@ -342,7 +371,8 @@ const listen = (server: Server, port: number, host: string) =>
 /**
  * The gateway on its own `node:http` server for as long as the scope lasts. Closing the scope shuts down gracefully:
  * no new connections, in-flight requests and streams finish (up to `graceMs`), connections with no request in flight
- * are closed (at once, or within a second of their opening: see `Shutdown`), then the gateway is released.
+ * are closed (at once, or within a second of their opening: see `Shutdown`); in the same time the batch worker claims
+ * nothing more and its requests under way finish; then the gateway is released.
  */
 export const serve = (
   config: GatewayConfig,
@@ -361,7 +391,7 @@ export const serve = (
     const host = options.host ?? config.server.host
     const port = options.port ?? config.server.port
     const graceMs = options.graceMs ?? 30_000
-    yield* Effect.acquireRelease(listen(server, port, host), () => Effect.promise(() => shutDown(server, graceMs)))
+    yield* Effect.acquireRelease(listen(server, port, host), () => stopServing({ gateway, server }, graceMs))
     const address = server.address() as AddressInfo
     const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address
     return { gateway, server, url: `http://${shownHost}:${address.port}` }
@@ -376,6 +406,8 @@ export const startServer = async (config: GatewayConfig, options: ServeOptions =
   })
   let closing: Promise<void> | undefined
   const close = (graceMs = options.graceMs ?? 30_000) =>
-    closing ??= shutDown(serving.server, graceMs).then(() => Effect.runPromise(Scope.close(scope, Exit.void)))
+    closing ??= Effect.runPromise(stopServing(serving, graceMs)).then(() =>
+      Effect.runPromise(Scope.close(scope, Exit.void))
+    )
   return { ...serving, close }
 }

@@ -1,9 +1,9 @@
 /**
  * `model-gateway serve` (what `npm start` runs): resolves the configuration, starts the gateway, says where it
- * listens, and serves until SIGTERM or SIGINT, then shuts down gracefully (in-flight requests and streams finish,
- * pending usage records are written, storage and upstream pools close). SIGHUP reads the configuration again and
- * takes its models, keys and HTTP providers (see `Reload`), or says in one line why not and goes on with the one it
- * has.
+ * listens, and serves until SIGTERM or SIGINT, then shuts down gracefully (in-flight requests, streams and batch
+ * requests finish, pending usage records are written, storage and upstream pools close). SIGHUP reads the
+ * configuration again and takes its models, keys and HTTP providers (see `Reload`), or says in one line why not and
+ * goes on with the one it has.
  */
 import type * as FileSystem from "@effect/platform/FileSystem"
 import { ApiKeys } from "@model-gateway/http-adapter"

@@ -103,15 +103,22 @@ const startWorker = (
   store: BatchStore.BatchStoreService,
   layer: Layer.Layer<MessagesService.MessagesService | OpenAiService.OpenAiService | Catalogue.Catalogue>,
   workerOptions: BatchWorker.WorkerOptions = options
+) => Effect.map(startDrainable(store, layer, workerOptions), ({ scope }) => scope)
+
+/** `startWorker`, with the worker (to drain it). */
+const startDrainable = (
+  store: BatchStore.BatchStoreService,
+  layer: Layer.Layer<MessagesService.MessagesService | OpenAiService.OpenAiService | Catalogue.Catalogue>,
+  workerOptions: BatchWorker.WorkerOptions = options
 ) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
-    yield* BatchWorker.make(workerOptions).pipe(
+    const worker = yield* BatchWorker.make(workerOptions).pipe(
       Effect.provide(layer),
       Effect.provideService(BatchStore.BatchStore, store),
       Scope.extend(scope)
     )
-    return scope
+    return { scope, worker }
   })
 
 /** Moves the test clock by `ms` in steps, so that every fiber waiting on it gets to run. */
@@ -287,5 +294,70 @@ describe("BatchWorker", () => {
       assert.strictEqual(yield* store.running(batch.id, now), 0)
       const lease = { owner: "other", token: "t", now, until: now + 1000 }
       assert.strictEqual((yield* store.claimItems(batch.id, lease, 10)).length, 6)
+    }))
+
+  it.effect("draining claims nothing more, lets the running requests finish and records them", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryBatchStore.make
+      const { layer, stats } = executors(1_000)
+      const batch = aBatch(10)
+      yield* store.create(batch, items(10))
+      const { scope, worker } = yield* startDrainable(store, layer)
+      yield* advance(500)
+      assert.strictEqual(stats.running, 4)
+      // From a finalizer, as a graceful shutdown calls it: uninterruptible.
+      const draining = yield* Effect.fork(Effect.uninterruptible(worker.drain(30_000)))
+      yield* advance(1_000)
+      assert.isTrue(Option.isSome(yield* draining.poll))
+      assert.strictEqual(stats.calls, 4)
+      const drained = yield* read(store, batch)
+      assert.deepStrictEqual(drained.counts, { total: 10, completed: 4, failed: 0 })
+      yield* advance(2_000)
+      assert.strictEqual(stats.calls, 4)
+      yield* Scope.close(scope, Exit.void)
+      const now = yield* TestClock.currentTimeMillis
+      const lease = { owner: "other", token: "t", now, until: now + 1000 }
+      assert.strictEqual((yield* store.claimItems(batch.id, lease, 10)).length, 6)
+    }))
+
+  it.effect("draining waits no longer than its grace period; what still runs is then interrupted and given back", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryBatchStore.make
+      const { layer, stats } = executors(10_000)
+      const batch = aBatch(6)
+      yield* store.create(batch, items(6))
+      const { scope, worker } = yield* startDrainable(store, layer)
+      yield* advance(500)
+      const draining = yield* Effect.fork(Effect.uninterruptible(worker.drain(1_000)))
+      yield* advance(1_000)
+      assert.isTrue(Option.isSome(yield* draining.poll))
+      assert.strictEqual(stats.running, 4)
+      // A second call waits for the first, which is over.
+      yield* worker.drain(1_000)
+      yield* Scope.close(scope, Exit.void)
+      assert.strictEqual(stats.running, 0)
+      const now = yield* TestClock.currentTimeMillis
+      assert.strictEqual(yield* store.running(batch.id, now), 0)
+      assert.deepStrictEqual((yield* read(store, batch)).counts, { total: 6, completed: 0, failed: 0 })
+    }))
+
+  it.effect("draining gives back at once a request waiting to retry, without another try", () =>
+    Effect.gen(function*() {
+      const store = yield* MemoryBatchStore.make
+      const { layer, stats } = executors(10, () => new GatewayError.Overloaded({ message: "busy" }))
+      const batch = aBatch(1)
+      yield* store.create(batch, items(1))
+      const { scope, worker } = yield* startDrainable(store, layer, { ...options, retryBaseMs: 5_000 })
+      yield* advance(500)
+      assert.strictEqual(stats.calls, 1)
+      const draining = yield* Effect.fork(worker.drain(30_000))
+      yield* advance(100)
+      assert.isTrue(Option.isSome(yield* draining.poll))
+      const now = yield* TestClock.currentTimeMillis
+      assert.strictEqual(yield* store.running(batch.id, now), 0)
+      yield* advance(10_000)
+      assert.strictEqual(stats.calls, 1)
+      assert.deepStrictEqual((yield* read(store, batch)).counts, { total: 1, completed: 0, failed: 0 })
+      yield* Scope.close(scope, Exit.void)
     }))
 })

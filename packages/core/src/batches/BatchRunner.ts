@@ -4,10 +4,12 @@
  * restrictions, usage records and cost (times the batch price factor) are the live request's. A failure that may pass
  * (rate limited, overloaded, a time-out, a 5xx) is tried again after a back-off, up to a limit; each try is a request
  * of its own (its own request id and usage record). A refusal by the gateway's own rate limits is waited out, not
- * counted as a try, until the batch's window ends. The result is an answer or an error, never a failure.
+ * counted as a try, until the batch's window ends. The result is an answer or an error, never a failure; or none,
+ * when the worker stops while the request is not at an upstream (before a try, or waiting for the next one).
  */
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Random from "effect/Random"
@@ -37,7 +39,21 @@ export interface RunnerOptions {
   readonly retryBaseMs: number
   /** The longest back-off (an upstream's `Retry-After` included). */
   readonly retryMaxMs: number
+  /**
+   * Done when the worker stops: a request then starts no other try, and a wait between tries ends at once (the
+   * request is given back without a result, to run again); a try under way at an upstream goes on to its end.
+   */
+  readonly stopping?: Deferred.Deferred<void> | undefined
 }
+
+/** Waits `ms`, or less when the worker stops meanwhile. */
+const wait = (options: RunnerOptions, ms: number) =>
+  options.stopping === undefined
+    ? Effect.sleep(Duration.millis(ms))
+    : Effect.raceFirst(Effect.sleep(Duration.millis(ms)), Deferred.await(options.stopping))
+
+const stopped = (options: RunnerOptions) =>
+  options.stopping === undefined ? Effect.succeed(false) : Deferred.isDone(options.stopping)
 
 /** `prefix` and 32 random hex digits. */
 export const randomId = (prefix: string): Effect.Effect<string> =>
@@ -138,8 +154,7 @@ const pace = (options: RunnerOptions, batch: Batch, error: GatewayError.GatewayE
     : Effect.gen(function*() {
       const asked = Math.max(options.retryBaseMs, error.retryAfterMs ?? 0)
       if ((yield* Clock.currentTimeMillis) + asked >= batch.expiresAt) return false
-      const wait = Math.min(options.retryMaxMs, asked) * (1 + (yield* Random.next) / 4)
-      yield* Effect.sleep(Duration.millis(wait))
+      yield* wait(options, Math.min(options.retryMaxMs, asked) * (1 + (yield* Random.next) / 4))
       return true
     })
 
@@ -155,8 +170,10 @@ const failedResult = (resultId: string, item: ClaimedItem, error: GatewayError.G
 })
 
 /**
- * Runs one request (retrying what may pass) and gives its result with what it adds to the batch. `keyLimits` are the
- * limits of the key that submitted the batch, as it has them now: its requests count against them as its live ones do.
+ * Runs one request (retrying what may pass) and gives its result with what it adds to the batch; undefined when the
+ * worker stopped before a try (`RunnerOptions.stopping`): nothing was recorded, and the request is to run again.
+ * `keyLimits` are the limits of the key that submitted the batch, as it has them now: its requests count against them
+ * as its live ones do.
  */
 export const run = (
   ports: RunnerPorts,
@@ -164,12 +181,13 @@ export const run = (
   batch: Batch,
   item: ClaimedItem,
   keyLimits?: Limits | undefined
-): Effect.Effect<Finished> =>
+): Effect.Effect<Finished | undefined> =>
   Effect.gen(function*() {
     const resultId = yield* randomId("batch_req_")
     const body = JSON.parse(item.body) as JsonObject
     let tries = 0
     while (true) {
+      if (yield* stopped(options)) return undefined
       const attempt = yield* once(ports, options, batch, item, body, keyLimits)
       if (attempt._tag === "Answered") {
         const outcome = attempt.outcome
@@ -196,6 +214,6 @@ export const run = (
       if (tries > options.maxRetries || !isRetryable(attempt.error)) {
         return { outcome: "failed", result: failedResult(resultId, item, attempt.error), ...usageOf(undefined) }
       }
-      yield* Effect.sleep(Duration.millis(yield* backoff(options, tries, attempt.error)))
+      yield* wait(options, yield* backoff(options, tries, attempt.error))
     }
   })

@@ -4,13 +4,19 @@
  * in progress, as many as the concurrency limits allow (per batch and per process), and runs each in a fiber of its own
  * (`BatchRunner`); the recorder records their results under their claims as they finish (those that finished while
  * it was writing, together); the heartbeat renews every lease the worker holds. A process that dies stops renewing:
- * its leases run out, and other workers (or itself, restarted) take the work over. Closing the scope interrupts the
- * running requests, records the results waiting, and gives the other leases back at once.
+ * its leases run out, and other workers (or itself, restarted) take the work over: a request cut by a crash runs
+ * again (at-least-once). A graceful stop does not cut them: `drain` stops claiming and coordinating at once and lets
+ * the requests already at an upstream finish and be recorded (for up to a grace period); a request waiting between
+ * tries is given back at once. Closing the scope then interrupts whatever still runs, records the results waiting, and
+ * gives the other leases back at once.
  */
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -44,6 +50,20 @@ export interface WorkerOptions {
   readonly priceFactor?: string | undefined
 }
 
+/** A running batch worker, for a graceful stop. */
+export interface BatchWorkerService {
+  /**
+   * Stops claiming requests and coordinating batches at once, then waits, for up to `graceMs`, for the requests
+   * already sent upstream to finish and their results to be recorded; a request waiting between tries (a back-off, the
+   * rate limit) is given back at once, without another try. What still runs after `graceMs` is interrupted and given
+   * back when the worker's scope closes. Called again, it waits for the first call to end.
+   */
+  readonly drain: (graceMs: number) => Effect.Effect<void>
+}
+
+/** The batch worker of this process (absent when the process runs none). */
+export class BatchWorker extends Context.Tag("@model-gateway/core/BatchWorker")<BatchWorker, BatchWorkerService>() {}
+
 const defaults = {
   perBatch: 16,
   perProcess: 64,
@@ -72,9 +92,12 @@ const forever = (name: string, step: Effect.Effect<void>, pauseMs: number) =>
         ))
   )
 
-/** Starts the worker in the current scope; it stops (and gives its leases back) when the scope closes. */
+/**
+ * Starts the worker in the current scope; it stops (and gives its leases back) when the scope closes, at once, or
+ * gracefully after `drain`.
+ */
 export const make = (options: WorkerOptions = {}): Effect.Effect<
-  void,
+  BatchWorkerService,
   never,
   BatchStore | Catalogue | MessagesService | OpenAiService | Scope.Scope
 > =>
@@ -83,11 +106,14 @@ export const make = (options: WorkerOptions = {}): Effect.Effect<
     const store = yield* BatchStore
     const catalogue = yield* Catalogue
     const ports: BatchRunner.RunnerPorts = { messages: yield* MessagesService, openai: yield* OpenAiService }
+    const stopping = yield* Deferred.make<void>()
+    const drained = yield* Deferred.make<void>()
     const runner: BatchRunner.RunnerOptions = {
       priceFactor: options.priceFactor,
       maxRetries: o.maxRetries,
       retryBaseMs: o.retryBaseMs,
-      retryMaxMs: o.retryMaxMs
+      retryMaxMs: o.retryMaxMs,
+      stopping
     }
     const owner = yield* BatchRunner.randomId("worker_")
     // The keys, when the worker has them (the gateway's has): a batch's requests count against the limits of the key
@@ -143,10 +169,13 @@ export const make = (options: WorkerOptions = {}): Effect.Effect<
         return Queue.offer(wake, undefined)
       })
 
-    // A result waits for the recorder, which writes those that finished meanwhile together.
+    // A result waits for the recorder, which writes those that finished meanwhile together; a request that stopped
+    // before a try goes back at once.
     const runItem = (batch: Batch, item: ClaimedItem, limits: Limits | undefined) =>
       BatchRunner.run(ports, runner, batch, item, limits).pipe(
-        Effect.flatMap((result) => Queue.offer(finished, { item, finished: result })),
+        Effect.flatMap((result) =>
+          result === undefined ? store.releaseItem(item) : Queue.offer(finished, { item, finished: result })
+        ),
         Effect.onInterrupt(() => store.releaseItem(item)),
         Effect.ensuring(done(batch.id))
       )
@@ -204,9 +233,9 @@ export const make = (options: WorkerOptions = {}): Effect.Effect<
 
     const heartbeat = Effect.flatMap(Clock.currentTimeMillis, (now) => store.renew(owner, now + o.leaseMs))
 
-    yield* Effect.forkScoped(forever("claiming requests", fill, o.pollMs))
+    const filler = yield* Effect.forkScoped(forever("claiming requests", fill, o.pollMs))
     yield* Effect.forkScoped(forever("recording results", record, o.pollMs))
-    yield* Effect.forkScoped(
+    const coordinator = yield* Effect.forkScoped(
       forever(
         "coordinating batches",
         Effect.zipRight(coordinateRound, Effect.sleep(Duration.millis(o.pollMs))),
@@ -220,11 +249,45 @@ export const make = (options: WorkerOptions = {}): Effect.Effect<
         o.pollMs
       )
     )
+
+    // The recorder and the heartbeat go on while the requests under way finish: their results are recorded under
+    // leases that stay theirs.
+    const stop = (graceMs: number) =>
+      Effect.gen(function*() {
+        yield* Fiber.interrupt(filler)
+        yield* Fiber.interrupt(coordinator)
+        if (running === 0) return
+        yield* Effect.logInfo(`batch worker: stopping; ${running} running request(s) finish first`)
+        // Interruptible even when called from a finalizer (a graceful shutdown is one), or the time-out would wait.
+        const ended = yield* Effect.interruptible(FiberSet.awaitEmpty(fibers)).pipe(
+          Effect.timeout(Duration.millis(graceMs)),
+          Effect.isSuccess
+        )
+        if (!ended) {
+          yield* Effect.logWarning(
+            `batch worker: ${running} request(s) still running after ${graceMs} ms; interrupted as the worker stops, ` +
+              "they will run again"
+          )
+        }
+        yield* Effect.flatMap(Queue.takeAll(finished), (rest) => recordAll([...rest]))
+      })
+
+    const drain = (graceMs: number) =>
+      Effect.flatMap(
+        Deferred.succeed(stopping, undefined),
+        (first) =>
+          first ? Effect.ensuring(stop(graceMs), Deferred.succeed(drained, undefined)) : Deferred.await(drained)
+      )
+
+    return { drain }
   })
 
-/** The worker as a layer: it runs while the layer's scope is open. Needs the stores and the executors. */
+/**
+ * The worker as a layer: it runs while the layer's scope is open, and `BatchWorker` drains it. Needs the stores and the
+ * executors.
+ */
 export const layer = (options: WorkerOptions = {}): Layer.Layer<
-  never,
+  BatchWorker,
   never,
   BatchStore | Catalogue | MessagesService | OpenAiService
-> => Layer.scopedDiscard(make(options))
+> => Layer.scoped(BatchWorker, make(options))
