@@ -68,6 +68,15 @@ export const adapterFor = (config: ProviderConfig): Effect.Effect<Upstream.Upstr
   }
 }
 
+/**
+ * The APIs the adapter of `config` can serve at all, whatever the request, when it cannot serve every one; undefined
+ * when it may serve any. A catalogue gives them to the provider's endpoints (`Endpoint.apis`), so that the route
+ * planner refuses a request no endpoint of its model can serve as any other it cannot route (the live routes and a
+ * batch's submission alike), rather than the adapter at the first attempt.
+ */
+export const apisOf = (config: ProviderConfig): ReadonlyArray<string> | undefined =>
+  config.kind === "anthropic" ? AnthropicUpstream.apis : undefined
+
 /** Routes each call to its endpoint's provider adapter. The adapters' pools close with the scope. */
 export const make = (
   providers: Readonly<Record<string, ProviderConfig | Upstream.UpstreamService>>

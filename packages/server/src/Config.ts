@@ -5,7 +5,7 @@
  */
 import type { Catalogue } from "@model-gateway/core"
 import { Limits } from "@model-gateway/core"
-import type { UpstreamRouter } from "@model-gateway/provider-adapters"
+import { UpstreamRouter } from "@model-gateway/provider-adapters"
 import * as Data from "effect/Data"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
@@ -186,7 +186,10 @@ export const limitsStoreOf = (config: GatewayConfig, storage: string): "memory" 
       ? "postgres"
       : "memory")
 
-/** The catalogue models the configuration describes. */
+/**
+ * The catalogue models the configuration describes. An endpoint without `apis` of its own gets those its provider's
+ * adapter is limited to (an Anthropic-protocol provider: messages and chat), so that route planning knows them.
+ */
 export const catalogueModels = (config: GatewayConfig): Array<Catalogue.Model> =>
   Object.entries(config.models).map(([id, model]) => {
     const seen = new Map<string, number>()
@@ -209,7 +212,7 @@ export const catalogueModels = (config: GatewayConfig): Array<Catalogue.Model> =
           contextLength: e.contextLength,
           maxCompletionTokens: e.maxCompletionTokens,
           maxTokensField: e.maxTokensField,
-          apis: e.apis,
+          apis: e.apis ?? providerApis(config, e.provider),
           quantization: e.quantization,
           supportedParameters: e.supportedParameters,
           inputModalities: e.inputModalities,
@@ -223,6 +226,12 @@ export const catalogueModels = (config: GatewayConfig): Array<Catalogue.Model> =
       })
     }
   })
+
+/** The APIs the adapter of a configured provider is limited to (`UpstreamRouter.apisOf`); undefined: any. */
+const providerApis = (config: GatewayConfig, name: string): ReadonlyArray<string> | undefined => {
+  const provider = config.providers[name]
+  return provider === undefined ? undefined : UpstreamRouter.apisOf(provider)
+}
 
 /** The provider adapters' configuration. */
 export const providerConfigs = (config: GatewayConfig): Record<string, UpstreamRouter.ProviderConfig> =>

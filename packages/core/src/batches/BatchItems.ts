@@ -1,13 +1,15 @@
 /**
  * The requests of a batch submission, checked one by one and made ready to run: each `custom_id` present and unique,
- * each `body` an object whose own `model` (if any) is the batch's, not streamed, and valid as its endpoint expects (the
- * full messages schema for `/v1/messages`, the OpenAI request shapes for the others). The stored body carries the
- * batch's model, its provider restrictions and, in `trace`, the batch id and custom id (they reach the usage records).
- * An error names the request's index, the field and the request's `custom_id`.
+ * each `body` an object whose own `model` (if any) is the batch's, not streamed, valid as its endpoint expects (the
+ * full messages schema for `/v1/messages`, the OpenAI request shapes for the others), and routable as its live route
+ * would plan it (`BatchRoutes`). The stored body carries the batch's model, its provider restrictions and, in `trace`,
+ * the batch id and custom id (they reach the usage records). An error names the request's index, the field and the
+ * request's `custom_id`.
  */
 import * as Either from "effect/Either"
 import * as Predicate from "effect/Predicate"
-import { InvalidRequest } from "../errors/GatewayError.js"
+import type { CatalogueSnapshot } from "../catalogue/Catalogue.js"
+import { InvalidRequest, NotFound } from "../errors/GatewayError.js"
 import { charCount } from "../internal/RequestSchema.js"
 import { show } from "../internal/Values.js"
 import * as MessagesRequest from "../messages/MessagesRequest.js"
@@ -15,20 +17,23 @@ import type { JsonObject } from "../messages/Wire.js"
 import * as OpenAiRequest from "../openai/OpenAiRequest.js"
 import { type BatchEndpoint, type BatchProvider, openAiApiOf } from "./Batch.js"
 import type { Submission } from "./BatchRequests.js"
+import * as BatchRoutes from "./BatchRoutes.js"
 import type { NewItem } from "./BatchStore.js"
 
 export const MAX_CUSTOM_ID = 512
 
 const invalid = (param: string, message: string) => new InvalidRequest({ message: `${param}: ${message}`, param })
 
-/** An error of a request's body, under `requests[i].body`, naming the request's `custom_id`. */
-const underItem = (error: InvalidRequest, index: number, customId: string): InvalidRequest => {
+/** An error of a request's body, under `requests[i].body`, naming the request's `custom_id`; its status kept. */
+const underItem = (error: InvalidRequest | NotFound, index: number, customId: string): InvalidRequest | NotFound => {
   const base = `requests[${index}].body`
-  const param = error.param === undefined ? base : `${base}.${error.param}`
-  const own = error.param !== undefined && error.message.startsWith(`${error.param}: `)
-    ? error.message.slice(error.param.length + 2)
+  const field = error._tag === "InvalidRequest" ? error.param : undefined
+  const param = field === undefined ? base : `${base}.${field}`
+  const own = field !== undefined && error.message.startsWith(`${field}: `)
+    ? error.message.slice(field.length + 2)
     : error.message.replace(/^request body: /, "")
-  return new InvalidRequest({ message: `${param}: ${own} (custom_id ${show(customId)})`, param })
+  const message = `${param}: ${own} (custom_id ${show(customId)})`
+  return error._tag === "NotFound" ? new NotFound({ message }) : new InvalidRequest({ message, param })
 }
 
 /** The body with the batch's restrictions: its `only` and `allow_fallbacks` replace the request's own. */
@@ -51,27 +56,26 @@ const withTrace = (body: JsonObject, batchId: string, customId: string): JsonObj
     ? body
     : { ...body, trace: { ...(body.trace as JsonObject | undefined), batch_id: batchId, batch_custom_id: customId } }
 
-const validate = (endpoint: BatchEndpoint, body: JsonObject): InvalidRequest | undefined => {
+const validate = (endpoint: BatchEndpoint, body: JsonObject): Either.Either<BatchRoutes.Decoded, InvalidRequest> => {
   const api = openAiApiOf(endpoint)
   if (api === undefined) {
-    const messages = MessagesRequest.validate(body)
-    return Either.isLeft(messages) ? messages.left : undefined
+    return Either.map(MessagesRequest.validate(body), (request) => ({ api: "messages", request }))
   }
   if ((api === "responses" || api === "embeddings") && body.input === undefined) {
-    return new InvalidRequest({ message: "input: is missing", param: "input" })
+    return Either.left(new InvalidRequest({ message: "input: is missing", param: "input" }))
   }
-  const result = OpenAiRequest.validate(api, body)
-  return Either.isLeft(result) ? result.left : undefined
+  return OpenAiRequest.validate(api, body)
 }
 
 /** One request, checked and made ready; `seen` maps the custom ids so far to their index. */
 const item = (
   submission: Submission,
   batchId: string,
+  snapshot: CatalogueSnapshot,
   raw: unknown,
   index: number,
   seen: Map<string, number>
-): Either.Either<NewItem, InvalidRequest> => {
+): Either.Either<NewItem, InvalidRequest | NotFound> => {
   const at = `requests[${index}]`
   if (!Predicate.isRecord(raw)) {
     return Either.left(invalid(at, `Expected an object with custom_id and body, actual ${show(raw)}`))
@@ -115,18 +119,28 @@ const item = (
   }
   const { stream: _stream, ...rest } = body as JsonObject
   const ready = withTrace(withProvider({ ...rest, model: submission.model }, submission.provider), batchId, customId)
-  const error = validate(submission.endpoint, ready)
-  return error === undefined
-    ? Either.right({ customId, body: JSON.stringify(ready) })
-    : Either.left(underItem(error, index, customId))
+  const decoded = validate(submission.endpoint, ready)
+  if (Either.isLeft(decoded)) return Either.left(underItem(decoded.left, index, customId))
+  const text = JSON.stringify(ready)
+  const refused = BatchRoutes.refusal(snapshot, decoded.right, ready, text.length)
+  return refused === undefined
+    ? Either.right({ customId, body: text })
+    : Either.left(underItem(refused, index, customId))
 }
 
-/** Every request of a submission checked and made ready, in order; the first error otherwise. */
-export const prepare = (submission: Submission, batchId: string): Either.Either<Array<NewItem>, InvalidRequest> => {
+/**
+ * Every request of a submission checked and made ready, in order, its route planned on `snapshot`; the first error
+ * otherwise.
+ */
+export const prepare = (
+  submission: Submission,
+  batchId: string,
+  snapshot: CatalogueSnapshot
+): Either.Either<Array<NewItem>, InvalidRequest | NotFound> => {
   const seen = new Map<string, number>()
   const items: Array<NewItem> = []
   for (let i = 0; i < submission.requests.length; i++) {
-    const result = item(submission, batchId, submission.requests[i], i, seen)
+    const result = item(submission, batchId, snapshot, submission.requests[i], i, seen)
     if (Either.isLeft(result)) return Either.left(result.left)
     items.push(result.right)
   }

@@ -2,7 +2,7 @@
  * The batches use case as a service: submit a batch (every request checked, stored as `validating`; the workers run
  * it), list a workspace's batches, read one (with its results, in submission order, once it is terminal), delete a
  * terminal one, and cancel one in progress. A batch of another workspace is not found. The steps live beside it
- * (`BatchRequests`, `BatchItems`, `BatchChecks`, `BatchResults`).
+ * (`BatchRequests`, `BatchItems`, `BatchRoutes`, `BatchChecks`, `BatchResults`).
  */
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -101,7 +101,8 @@ export const make = (options: BatchesOptions = {}) =>
           return yield* Effect.fail(tooDeepError())
         }
         const submission = yield* decode(BatchRequests.submission(body, maxRequests))
-        const problem = BatchChecks.check(yield* catalogue.snapshot, submission.model, submission.provider)
+        const snapshot = yield* catalogue.snapshot
+        const problem = BatchChecks.check(snapshot, submission.model, submission.provider)
         if (problem !== undefined) {
           return yield* Effect.fail(
             problem._tag === "UnknownModel"
@@ -111,7 +112,7 @@ export const make = (options: BatchesOptions = {}) =>
         }
         const now = yield* Clock.currentTimeMillis
         const id = yield* batchId(now)
-        const items = yield* decode(BatchItems.prepare(submission, id))
+        const items = yield* decode(BatchItems.prepare(submission, id, snapshot))
         const batch: Batch = {
           id,
           workspace: caller.principal.workspace,

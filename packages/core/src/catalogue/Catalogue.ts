@@ -47,8 +47,10 @@ export interface Endpoint {
   readonly supportsMultipleAudioReferences: boolean
   readonly supportsImageReference: boolean
   /**
-   * The APIs it serves (`messages`, `chat`, `embeddings`, `responses`, ...); unset, it serves whatever API a request
-   * for its model is sent to (its provider's adapter refuses what it cannot do, and the next endpoint is tried).
+   * The APIs it serves (`messages`, `chat`, `embeddings`, `responses`, ...): the route planner leaves it out of the
+   * plans of the others. Unset, it serves whatever API a request for its model is sent to (its provider's adapter
+   * refuses what it cannot do, and the next endpoint is tried). The gateway's configuration sets it for the endpoints
+   * of a provider whose adapter is limited (an Anthropic-protocol one: messages and chat).
    */
   readonly apis?: ReadonlyArray<string> | undefined
 }

@@ -14,6 +14,7 @@ import * as RoutePlanner from "../routing/RoutePlanner.js"
 import * as Conversation from "./Conversation.js"
 import * as MessagesDialect from "./MessagesDialect.js"
 import type { MessagesPorts } from "./MessagesPorts.js"
+import type { RequestContext } from "./RequestContext.js"
 import type { ExecutionResult, Run } from "./Run.js"
 import * as UpstreamBody from "./UpstreamBody.js"
 import * as UsageAccounting from "./UsageAccounting.js"
@@ -36,11 +37,16 @@ export interface RouteOf {
   readonly estimatedPromptTokens: number | undefined
 }
 
+/** What `routeOf` reads of a run. */
+export type RoutedRun = Pick<Run, "body" | "modelId" | "plugins" | "request" | "snapshot"> & {
+  readonly context: Pick<RequestContext, "bodyBytes">
+}
+
 /**
  * The route request of a run: its model, the request's routing fields and what the body needs of an endpoint. Pure;
- * fusion plans its panel with it before running anything.
+ * fusion plans its panel with it before running anything, and a batch's submission its requests.
  */
-export const routeOf = (ports: Pick<MessagesPorts, "parser">, run: Run): RouteOf => {
+export const routeOf = (ports: Pick<MessagesPorts, "parser">, run: RoutedRun): RouteOf => {
   const { body, context, plugins, request, snapshot } = run
   const parser = plugins["file-parser"] === undefined || plugins["file-parser"].pdf?.engine === "native"
     ? undefined

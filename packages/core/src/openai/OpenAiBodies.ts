@@ -8,8 +8,10 @@ import { tokensOf } from "../execution/UntoldUsage.js"
 import * as JsonSource from "../messages/JsonSource.js"
 import type { JsonObject } from "../messages/Wire.js"
 import * as GatewayFields from "../routing/GatewayFields.js"
+import * as RoutePlanner from "../routing/RoutePlanner.js"
 import type { Requirements } from "../routing/RoutePlanner.js"
 import type { OpenAiApi } from "../upstream/Upstream.js"
+import type { OpenAiRequest } from "./OpenAiRequest.js"
 
 /** The gateway fields a provider never receives; `user` is OpenAI's own field too, and goes through. */
 const STRIPPED = new Set([...GatewayFields.names].filter((name) => name !== "user"))
@@ -90,6 +92,25 @@ export const requirements = (api: OpenAiApi, body: JsonObject, bodyBytes: number
     estimatedPromptTokens: bodyBytes === undefined ? undefined : tokensOf(bodyBytes)
   }
 }
+
+/**
+ * What the route planner is asked for a request to `api` that runs on `modelId` (its own model, or a router's
+ * choice): its routing fields and what `body` needs of an endpoint. Pure: a batch's submission plans its requests with
+ * it as their runs will.
+ */
+export const routeRequest = (
+  api: OpenAiApi,
+  request: Pick<OpenAiRequest["request"], "models" | "fallbacks" | "provider" | "route">,
+  modelId: string,
+  body: JsonObject,
+  bodyBytes: number | undefined
+): RoutePlanner.RouteRequest => ({
+  model: modelId,
+  models: request.models,
+  fallbacks: request.fallbacks,
+  provider: RoutePlanner.effectivePreferences(request.provider, request.route),
+  requirements: requirements(api, body, bodyBytes)
+})
 
 /** Text added to the system prompt: a chat body's leading system message, a Responses body's `instructions`. */
 export const appendSystem = (api: OpenAiApi) => (body: JsonObject, text: string): JsonObject => {

@@ -29,7 +29,6 @@ import * as ModelChoice from "../plugins/ModelChoice.js"
 import * as Preflight from "../plugins/Preflight.js"
 import { enabledPlugins, type Plugins } from "../plugins/RequestPlugins.js"
 import * as GatewayFields from "../routing/GatewayFields.js"
-import * as RoutePlanner from "../routing/RoutePlanner.js"
 import type { OpenAiApi } from "../upstream/Upstream.js"
 import * as OpenAiBodies from "./OpenAiBodies.js"
 import * as OpenAiDialects from "./OpenAiDialects.js"
@@ -77,7 +76,8 @@ const requestedOf = (
   }
 }
 
-const messagesOnly = (plugins: Plugins, api: OpenAiApi): GatewayError.InvalidRequest | undefined => {
+/** The refusal of a request to `api` that enables plugins served on `/v1/messages` only; undefined without them. */
+export const messagesOnly = (plugins: Plugins, api: OpenAiApi): GatewayError.InvalidRequest | undefined => {
   const used = MESSAGES_ONLY.filter((id) => plugins[id] !== undefined)
   return used.length === 0 ? undefined : new GatewayError.InvalidRequest({
     message: `plugin${used.length === 1 ? "" : "s"} ${used.join(", ")} ${
@@ -131,16 +131,11 @@ const create =
           if (Either.isLeft(chosen)) return refuse(ports, validated, chosen.left)
           const modelId = chosen.right
           const planning: Execution = { ...run, modelId }
-          const requirements = OpenAiBodies.requirements(api, forwarded, context.bodyBytes)
+          const routeRequest = OpenAiBodies.routeRequest(api, request, modelId, forwarded, context.bodyBytes)
+          const requirements = routeRequest.requirements
           return Effect.matchEffect(
             Routing.plan(ports, {
-              request: {
-                model: modelId,
-                models: request.models,
-                fallbacks: request.fallbacks,
-                provider: RoutePlanner.effectivePreferences(request.provider, request.route),
-                requirements
-              },
+              request: routeRequest,
               workspace: context.principal.workspace,
               sessionId: planning.sessionId,
               snapshot,

@@ -36,6 +36,14 @@ export const chooseModel = (
   return Either.right(choice.right.modelId)
 }
 
+/**
+ * Whether a router plugin chooses the model of a request that enables `plugins` (as `chooseModel` does; the router slug
+ * as the request's model aside), so that the model to plan for is known only when the request runs.
+ */
+export const routerEnabled = (plugins: Plugins): boolean =>
+  plugins["auto-router"] !== undefined || plugins["auto-beta-router"] !== undefined ||
+  plugins["pareto-router"] !== undefined || plugins["switchyard-router"] !== undefined
+
 const routerChoice = (
   { classifier, routerSlug, switchyard }: Pick<MessagesPorts, "classifier" | "switchyard" | "routerSlug">,
   request: { readonly model: string },

@@ -19,6 +19,13 @@ export interface MessagesCalls {
   ) => Effect.Effect<Upstream.EventPull, Upstream.UpstreamError, Scope.Scope>
 }
 
+/**
+ * The APIs an Anthropic-protocol provider serves: its own Messages API, and chat completions translated here. The
+ * gateway's catalogue gives them to the provider's endpoints (`Endpoint.apis`), so that the route planner leaves them
+ * out of the others' plans.
+ */
+export const APIS: ReadonlyArray<string> = ["messages", "chat"]
+
 /** The cap sent when neither the client nor the endpoint gives one: Anthropic requires `max_tokens`. */
 const DEFAULT_MAX_TOKENS = 4096
 
@@ -69,7 +76,7 @@ const presentation = (call: Upstream.OpenAiCall) => {
 /** `createOpenAi` and `streamOpenAi` over an adapter's Messages calls. */
 export const make = (calls: MessagesCalls) => ({
   createOpenAi: (call: Upstream.OpenAiCall): Effect.Effect<Wire.JsonObject, Upstream.UpstreamError> => {
-    if (call.api !== "chat") return Effect.fail(unsupported(call))
+    if (!APIS.includes(call.api)) return Effect.fail(unsupported(call))
     return Effect.flatMap(
       translated(call, false),
       (messagesCall) =>
@@ -80,7 +87,7 @@ export const make = (calls: MessagesCalls) => ({
     )
   },
   streamOpenAi: (call: Upstream.OpenAiCall): Effect.Effect<Upstream.JsonPull, Upstream.UpstreamError, Scope.Scope> => {
-    if (call.api !== "chat") return Effect.fail(unsupported(call))
+    if (!APIS.includes(call.api)) return Effect.fail(unsupported(call))
     // The closures below refer to `shown`, not to `call`: one holding the call would hold its body (the whole
     // conversation) for as long as the stream is open.
     const shown = presentation(call)

@@ -110,6 +110,9 @@ const eventDecoder = (passThrough: boolean): EventDecoder<Wire.StreamEvent> => {
   }
 }
 
+/** The APIs the adapter serves (the Messages API, and chat completions translated); it refuses the others. */
+export const apis: ReadonlyArray<string> = AnthropicChat.APIS
+
 /** An Upstream for one Anthropic-protocol provider; its connection pool closes with the scope. */
 export const make = (options: AnthropicOptions): Effect.Effect<Upstream.UpstreamService, never, Scope.Scope> =>
   Effect.map(scopedTransport(options.timeouts), (transport) => {
