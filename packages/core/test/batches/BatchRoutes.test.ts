@@ -1,36 +1,15 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Either } from "effect"
 import * as BatchItems from "../../src/batches/BatchItems.js"
-import type { Endpoint, Model } from "../../src/catalogue/Catalogue.js"
 import { makeSnapshot } from "../../src/catalogue/Catalogue.js"
 import type { BatchRequests } from "../../src/index.js"
 import * as RoutePlanner from "../../src/routing/RoutePlanner.js"
-
-const endpoint = (modelId: string, provider: string, extra: Partial<Endpoint> = {}): Endpoint => ({
-  id: `${modelId}@${provider}`,
-  modelId,
-  provider,
-  upstreamModel: modelId.split("/")[1],
-  pricing: { prompt: "0.000001", completion: "0.000002", request: "0", image: "0" },
-  zdr: false,
-  dataCollection: "allow",
-  supportsVoiceCloning: false,
-  supportsMultipleAudioReferences: false,
-  supportsImageReference: false,
-  ...extra
-})
-
-const model = (id: string, endpoints: Array<Endpoint>, extra: Partial<Model> = {}): Model => ({
-  id,
-  name: id,
-  endpoints,
-  ...extra
-})
+import { endpoint, model } from "../messages/Fakes.js"
 
 const snapshot = makeSnapshot([
-  model("anthro/claude", [endpoint("anthro/claude", "anthro", { apis: ["messages", "chat"] })]),
-  model("acme/gpt", [endpoint("acme/gpt", "acme", { contextLength: 1_000 })]),
-  model("acme/voice", [endpoint("acme/voice", "acme")], { outputModalities: ["audio"] })
+  model("anthro/claude", endpoint("anthro/claude", "anthro", { apis: ["messages", "chat"] })),
+  model("acme/gpt", endpoint("acme/gpt", "acme", { contextLength: 1_000 })),
+  { ...model("acme/voice", endpoint("acme/voice", "acme")), outputModalities: ["audio"] }
 ])
 
 const say = { messages: [{ role: "user", content: "Hi" }], max_tokens: 8 }
