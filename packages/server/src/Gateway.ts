@@ -125,15 +125,18 @@ const internsLayer = (config: GatewayConfig, options: GatewayOptions) => {
 /** The batches use case and, unless the configuration turns it off, this process's batch worker. */
 const batchesLayer = (config: GatewayConfig) => {
   const b = config.batches
+  const routerSlug = config.autoRouter.slug
   const service = BatchService.layer({
     maxRequests: b.maxRequests,
     maxBodyBytes: b.maxBodyBytes,
-    windowMs: b.completionWindowSeconds * 1000
+    windowMs: b.completionWindowSeconds * 1000,
+    routerSlug
   })
   if (!b.worker) return service
   return Layer.merge(
     service,
     BatchWorker.layer({
+      routerSlug,
       perBatch: b.perBatchConcurrency,
       perProcess: b.perProcessConcurrency,
       leaseMs: b.leaseMs,

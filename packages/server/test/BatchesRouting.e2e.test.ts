@@ -138,4 +138,19 @@ describe("a batch request that its live route would serve", () => {
     expect(created.status).toBe(202)
     await waitFor(h, created.json.id, ["completed", "failed", "expired", "cancelled"])
   })
+
+  it("a batch of the auto-router's slug runs, each request on the model the router chooses, as live", async () => {
+    const live = await call(h, "POST", "/chat/completions", { ...say, model: "auto" })
+    expect(live.status).toBe(200)
+    const chosen = (await live.json() as { model: string }).model
+    const created = await submit(h, {
+      endpoint: "/v1/chat/completions",
+      model: "auto",
+      requests: [{ custom_id: "a", body: say }]
+    })
+    expect(created.status).toBe(202)
+    const done = await waitFor(h, created.json.id, ["completed", "failed", "expired", "cancelled"])
+    expect(done.request_counts).toEqual({ total: 1, completed: 1, failed: 0 })
+    expect(done.results[0].response.body.model).toBe(chosen)
+  })
 })

@@ -10,12 +10,17 @@ export type Problem =
   | { readonly _tag: "UnknownModel"; readonly message: string }
   | { readonly _tag: "NoProvider"; readonly message: string }
 
-/** Why a batch of `model` restricted to `provider` cannot run on this catalogue; undefined when it can. */
+/**
+ * Why a batch of `model` restricted to `provider` cannot run on this catalogue; undefined when it can. The auto-router's
+ * slug (`routerSlug`) is no catalogue model: each request's model is chosen when it runs, as on the live routes.
+ */
 export const check = (
   snapshot: CatalogueSnapshot,
   model: string,
-  provider: BatchProvider | null
+  provider: BatchProvider | null,
+  routerSlug: string | undefined
 ): Problem | undefined => {
+  if (model === routerSlug) return undefined
   const found = snapshot.models.get(model)
   if (found === undefined) {
     return { _tag: "UnknownModel", message: `model: '${model}' is not a model of this gateway` }

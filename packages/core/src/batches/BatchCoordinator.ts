@@ -17,6 +17,8 @@ import type { BatchStoreService } from "./BatchStore.js"
 export interface CoordinatorPorts {
   readonly store: BatchStoreService
   readonly catalogue: CatalogueService
+  /** The auto-router's slug, a batch's model whose requests' models are chosen as they run. */
+  readonly routerSlug: string | undefined
 }
 
 /** Applies `event` to the batch if its status accepts it and still is what it was: the moved batch, or none. */
@@ -47,7 +49,7 @@ export const coordinate = (ports: CoordinatorPorts, batch: Batch, now: number): 
     case "validating": {
       if (now >= batch.expiresAt) return Effect.asVoid(move(store, batch, "expire", now))
       return Effect.flatMap(ports.catalogue.snapshot, (snapshot) => {
-        const problem = BatchChecks.check(snapshot, batch.model, batch.provider)
+        const problem = BatchChecks.check(snapshot, batch.model, batch.provider, ports.routerSlug)
         return Effect.asVoid(
           problem === undefined
             ? move(store, batch, "start", now)

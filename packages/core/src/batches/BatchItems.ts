@@ -72,6 +72,7 @@ const item = (
   submission: Submission,
   batchId: string,
   snapshot: CatalogueSnapshot,
+  routerSlug: string | undefined,
   raw: unknown,
   index: number,
   seen: Map<string, number>
@@ -122,25 +123,26 @@ const item = (
   const decoded = validate(submission.endpoint, ready)
   if (Either.isLeft(decoded)) return Either.left(underItem(decoded.left, index, customId))
   const text = JSON.stringify(ready)
-  const refused = BatchRoutes.refusal(snapshot, decoded.right, ready, text.length)
+  const refused = BatchRoutes.refusal(snapshot, decoded.right, ready, text.length, routerSlug)
   return refused === undefined
     ? Either.right({ customId, body: text })
     : Either.left(underItem(refused, index, customId))
 }
 
 /**
- * Every request of a submission checked and made ready, in order, its route planned on `snapshot`; the first error
- * otherwise.
+ * Every request of a submission checked and made ready, in order, its route planned on `snapshot` (unless the
+ * auto-router's `routerSlug` chooses its model when it runs); the first error otherwise.
  */
 export const prepare = (
   submission: Submission,
   batchId: string,
-  snapshot: CatalogueSnapshot
+  snapshot: CatalogueSnapshot,
+  routerSlug?: string | undefined
 ): Either.Either<Array<NewItem>, InvalidRequest | NotFound> => {
   const seen = new Map<string, number>()
   const items: Array<NewItem> = []
   for (let i = 0; i < submission.requests.length; i++) {
-    const result = item(submission, batchId, snapshot, submission.requests[i], i, seen)
+    const result = item(submission, batchId, snapshot, routerSlug, submission.requests[i], i, seen)
     if (Either.isLeft(result)) return Either.left(result.left)
     items.push(result.right)
   }

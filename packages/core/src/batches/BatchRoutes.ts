@@ -5,8 +5,8 @@
  * sees. A request refused here would be refused, with the same error, by every run of it: its model is not available
  * (404), does not answer in text (a speech model), or has no endpoint that serves its API and passes its filters (400).
  * Health, the session and the random draw only order a plan's attempts, so they are left out. A request whose model a
- * router plugin chooses, that fusion serves (with its panel), or whose documents a parser may turn into text, is
- * planned when it runs.
+ * router plugin (or the auto-router's slug as its model) chooses, that fusion serves (with its panel), or whose
+ * documents a parser may turn into text, is planned when it runs.
  */
 import * as Either from "effect/Either"
 import type { CatalogueSnapshot } from "../catalogue/Catalogue.js"
@@ -25,30 +25,33 @@ import * as RoutePlanner from "../routing/RoutePlanner.js"
 export type Decoded = { readonly api: "messages"; readonly request: MessagesRequest } | OpenAiRequest
 
 /** The model, the panel or the body that the run alone knows (see the module's comment). */
-const plannedWhenRun = (plugins: Plugins) =>
-  ModelChoice.routerEnabled(plugins) || plugins.fusion !== undefined || plugins["file-parser"] !== undefined
+const plannedWhenRun = (plugins: Plugins, model: string, routerSlug: string | undefined) =>
+  model === routerSlug || ModelChoice.routerEnabled(plugins) || plugins.fusion !== undefined ||
+  plugins["file-parser"] !== undefined
 
 /**
  * Why the live route would refuse `body`, a batch's request as it is stored and will run, before any upstream;
- * undefined when it can be routed. `bodyBytes` is the size its run is given (its stored text's length).
+ * undefined when it can be routed. `bodyBytes` is the size its run is given (its stored text's length); `routerSlug`
+ * the auto-router's slug.
  */
 export const refusal = (
   snapshot: CatalogueSnapshot,
   decoded: Decoded,
   body: JsonObject,
-  bodyBytes: number
+  bodyBytes: number,
+  routerSlug?: string | undefined
 ): NotFound | InvalidRequest | undefined => {
   const { plugins } = enabledPlugins(decoded.request)
   let route: RoutePlanner.RouteRequest
   if (decoded.api === "messages") {
-    if (plannedWhenRun(plugins)) return undefined
+    if (plannedWhenRun(plugins, decoded.request.model, routerSlug)) return undefined
     const request = decoded.request
     const run = { body, modelId: request.model, plugins, request, snapshot, context: { bodyBytes } }
     route = routeOf({ parser: undefined }, run).request
   } else {
     const unsupported = messagesOnly(plugins, decoded.api)
     if (unsupported !== undefined) return unsupported
-    if (plannedWhenRun(plugins)) return undefined
+    if (plannedWhenRun(plugins, decoded.request.model, routerSlug)) return undefined
     route = OpenAiBodies.routeRequest(decoded.api, decoded.request, decoded.request.model, body, bodyBytes)
   }
   const plan = RoutePlanner.plan(route, snapshot)

@@ -68,6 +68,8 @@ export interface BatchesOptions {
   readonly maxBodyBytes?: number | undefined
   /** How long the completion window `24h` lasts, in milliseconds (a day; shorter in tests). */
   readonly windowMs?: number | undefined
+  /** The auto-router's slug (`auto` unless configured otherwise): a batch's model the router chooses for. */
+  readonly routerSlug?: string | undefined
 }
 
 export const DEFAULT_MAX_REQUESTS = 5_000
@@ -102,7 +104,7 @@ export const make = (options: BatchesOptions = {}) =>
         }
         const submission = yield* decode(BatchRequests.submission(body, maxRequests))
         const snapshot = yield* catalogue.snapshot
-        const problem = BatchChecks.check(snapshot, submission.model, submission.provider)
+        const problem = BatchChecks.check(snapshot, submission.model, submission.provider, options.routerSlug)
         if (problem !== undefined) {
           return yield* Effect.fail(
             problem._tag === "UnknownModel"
@@ -112,7 +114,7 @@ export const make = (options: BatchesOptions = {}) =>
         }
         const now = yield* Clock.currentTimeMillis
         const id = yield* batchId(now)
-        const items = yield* decode(BatchItems.prepare(submission, id, snapshot))
+        const items = yield* decode(BatchItems.prepare(submission, id, snapshot, options.routerSlug))
         const batch: Batch = {
           id,
           workspace: caller.principal.workspace,

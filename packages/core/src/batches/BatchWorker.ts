@@ -33,6 +33,8 @@ import * as BatchRunner from "./BatchRunner.js"
 import { BatchStore, type ClaimedItem, type Lease, type Recording } from "./BatchStore.js"
 
 export interface WorkerOptions {
+  /** The auto-router's slug (`auto` unless configured otherwise): a batch's model the router chooses for. */
+  readonly routerSlug?: string | undefined
   /** Most requests of one batch running at once in this process (default 16). */
   readonly perBatch?: number | undefined
   /** Most batch requests running at once in this process (default 64). */
@@ -226,12 +228,14 @@ export const make = (options: WorkerOptions = {}): Effect.Effect<
     const coordinateRound = Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
       const batches = yield* store.claimBatches(yield* lease(now), BATCHES_PER_ROUND)
-      yield* Effect.forEach(batches, (batch) => BatchCoordinator.coordinate({ store, catalogue }, batch, now), {
+      yield* Effect.forEach(batches, (batch) =>
+        BatchCoordinator.coordinate({ store, catalogue, routerSlug: options.routerSlug }, batch, now), {
         discard: true
       })
     })
 
-    const heartbeat = Effect.flatMap(Clock.currentTimeMillis, (now) => store.renew(owner, now + o.leaseMs))
+    const heartbeat = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      store.renew(owner, now + o.leaseMs))
 
     const filler = yield* Effect.forkScoped(forever("claiming requests", fill, o.pollMs))
     yield* Effect.forkScoped(forever("recording results", record, o.pollMs))
@@ -256,7 +260,9 @@ export const make = (options: WorkerOptions = {}): Effect.Effect<
       Effect.gen(function*() {
         yield* Fiber.interrupt(filler)
         yield* Fiber.interrupt(coordinator)
-        if (running === 0) return
+        if (running === 0) {
+          return
+        }
         yield* Effect.logInfo(`batch worker: stopping; ${running} running request(s) finish first`)
         // Interruptible even when called from a finalizer (a graceful shutdown is one), or the time-out would wait.
         const ended = yield* Effect.interruptible(FiberSet.awaitEmpty(fibers)).pipe(
@@ -269,7 +275,8 @@ export const make = (options: WorkerOptions = {}): Effect.Effect<
               "they will run again"
           )
         }
-        yield* Effect.flatMap(Queue.takeAll(finished), (rest) => recordAll([...rest]))
+        yield* Effect.flatMap(Queue.takeAll(finished), (rest) =>
+          recordAll([...rest]))
       })
 
     const drain = (graceMs: number) =>
