@@ -7,6 +7,26 @@ import { KEY } from "./harness.js"
 /** A fast worker: short polls, leases and back-offs, so that tests take seconds. */
 export const FAST_WORKER = { pollMs: 25, leaseMs: 2_000, retryBaseMs: 20 }
 
+/**
+ * The configuration file of a gateway process for the batch tests run on real processes: one OpenAI-compatible
+ * provider at `upstreamUrl` with one model, `acme/gpt`, one management key, and `batches` as given.
+ */
+export const processConfig = (upstreamUrl: string, key: string, batches: Record<string, unknown>) => ({
+  server: { port: 0 },
+  providers: { acme: { kind: "openai", baseUrl: upstreamUrl, apiKey: "sk-up" } },
+  models: {
+    "acme/gpt": {
+      endpoints: [{
+        provider: "acme",
+        upstreamModel: "gpt-fake",
+        pricing: { prompt: "0.000001", completion: "0.000002" }
+      }]
+    }
+  },
+  keys: [{ key, workspace: "default", management: true }],
+  batches
+})
+
 export const call = (
   h: { readonly url: string },
   method: string,

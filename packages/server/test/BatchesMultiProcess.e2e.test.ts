@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { FakeUpstream } from "../../../packages/provider-adapters/test/fakes/index.js"
 import { startFakeOpenAi } from "../../../packages/provider-adapters/test/fakes/index.js"
 import { dropSchema, pgUrl, skipPostgres } from "../../core/test/contract/Postgres.js"
-import { call, getBatch, submit } from "./BatchesHarness.js"
+import { call, getBatch, processConfig, submit } from "./BatchesHarness.js"
 import { listening, MAIN, type Proc, run } from "./processes.js"
 
 const skip = skipPostgres("the multi-process batch test")
@@ -31,21 +31,14 @@ const databaseUrl = () => {
   return url.toString()
 }
 
-const configFor = (upstream: FakeUpstream) => ({
-  server: { port: 0 },
-  providers: { acme: { kind: "openai", baseUrl: upstream.url, apiKey: "sk-up" } },
-  models: {
-    "acme/gpt": {
-      endpoints: [{
-        provider: "acme",
-        upstreamModel: "gpt-fake",
-        pricing: { prompt: "0.000001", completion: "0.000002" }
-      }]
-    }
-  },
-  keys: [{ key: KEY, workspace: "default", management: true }],
-  batches: { leaseMs: LEASE_MS, pollMs: 100, perBatchConcurrency: 16, perProcessConcurrency: 32, retryBaseMs: 50 }
-})
+const configFor = (upstream: FakeUpstream) =>
+  processConfig(upstream.url, KEY, {
+    leaseMs: LEASE_MS,
+    pollMs: 100,
+    perBatchConcurrency: 16,
+    perProcessConcurrency: 32,
+    retryBaseMs: 50
+  })
 
 const start = (i: number): Proc => {
   const path = join(dir, `config-${i}.json`)

@@ -136,7 +136,8 @@ describe("a batch request that its live route would serve", () => {
       requests: [{ custom_id: "a", body: { ...say, plugins: [{ id: "auto-router" }] } }]
     })
     expect(created.status).toBe(202)
-    await waitFor(h, created.json.id, ["completed", "failed", "expired", "cancelled"])
+    const done = await waitFor(h, created.json.id, ["completed", "failed", "expired", "cancelled"])
+    expect(done.request_counts).toEqual({ total: 1, completed: 1, failed: 0 })
   })
 
   it("a batch of the auto-router's slug runs, each request on the model the router chooses, as live", async () => {

@@ -10,7 +10,7 @@ import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type { FakeUpstream } from "../../../packages/provider-adapters/test/fakes/index.js"
 import { startFakeOpenAi } from "../../../packages/provider-adapters/test/fakes/index.js"
-import { submit, waitFor } from "./BatchesHarness.js"
+import { processConfig, submit, waitFor } from "./BatchesHarness.js"
 import { listening, MAIN, type Proc, run } from "./processes.js"
 
 const KEY = "mg-batches-shutdown-key"
@@ -28,20 +28,8 @@ beforeAll(async () => {
   writeFileSync(
     join(dir, "config.json"),
     JSON.stringify({
-      server: { port: 0 },
-      storage: `sqlite:${join(dir, "gateway.db")}`,
-      providers: { acme: { kind: "openai", baseUrl: upstream.url, apiKey: "sk-up" } },
-      models: {
-        "acme/gpt": {
-          endpoints: [{
-            provider: "acme",
-            upstreamModel: "gpt-fake",
-            pricing: { prompt: "0.000001", completion: "0.000002" }
-          }]
-        }
-      },
-      keys: [{ key: KEY, workspace: "default", management: true }],
-      batches: { perBatchConcurrency: 2, pollMs: 100, leaseMs: 5_000 }
+      ...processConfig(upstream.url, KEY, { perBatchConcurrency: 2, pollMs: 100, leaseMs: 5_000 }),
+      storage: `sqlite:${join(dir, "gateway.db")}`
     })
   )
 })
