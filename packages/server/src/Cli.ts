@@ -5,6 +5,7 @@
 import * as Args from "@effect/cli/Args"
 import * as Command from "@effect/cli/Command"
 import * as Options from "@effect/cli/Options"
+import * as Console from "effect/Console"
 import * as Effect from "effect/Effect"
 import * as BatchesCommand from "./batches/BatchesCommand.js"
 import type * as KeysCommandModule from "./KeysCommand.js"
@@ -76,9 +77,51 @@ export const command = (logging: Logging.Logging) => {
   )
 }
 
-/** Runs the command line (`process.argv`). */
-export const run = (logging: Logging.Logging) =>
-  Command.run(command(logging), { name: "model-gateway", version: "0.1.0" })
+/** Runs the command line (`process.argv`), its output plain where it is not a terminal (see `plainConsole`). */
+export const run = (logging: Logging.Logging) => {
+  const cli = Command.run(command(logging), { name: "model-gateway", version: "0.1.0" })
+  return (args: ReadonlyArray<string>) =>
+    Console.consoleWith((console) => Console.withConsole(cli(args), plainConsole(console, process)))
+}
+
+/** An ANSI escape sequence: a colour, a style, a cursor move. */
+const ANSI = /\u001b\[[0-9;?]*[A-Za-z]/g
+
+const plain = (args: ReadonlyArray<unknown>) => args.map((arg) => typeof arg === "string" ? arg.replace(ANSI, "") : arg)
+
+/**
+ * `console`, its `log` (standard output) and `error` (standard error) without ANSI escapes where that output is not a
+ * terminal, or `NO_COLOR` is set (no-color.org): @effect/cli prints its help and usage errors in colour always, which
+ * `model-gateway --help > usage.txt` or a pipe into `less` would otherwise show as escape codes.
+ */
+export const plainConsole = (
+  console: Console.Console,
+  { env, stderr, stdout }: {
+    readonly env: Record<string, string | undefined>
+    readonly stdout: { readonly isTTY?: boolean }
+    readonly stderr: { readonly isTTY?: boolean }
+  }
+): Console.Console => {
+  const noColor = env.NO_COLOR !== undefined && env.NO_COLOR !== ""
+  const plainOut = noColor || stdout.isTTY !== true
+  const plainErr = noColor || stderr.isTTY !== true
+  if (!plainOut && !plainErr) return console
+  const { unsafe } = console
+  const out: Partial<Pick<Console.Console, "log" | "error">> = {}
+  const unsafeOut: Partial<Pick<Console.UnsafeConsole, "log" | "error">> = {}
+  if (plainOut) {
+    out.log = (...args) => console.log(...plain(args))
+    unsafeOut.log = (...args) => unsafe.log(...plain(args))
+  }
+  if (plainErr) {
+    out.error = (...args) => console.error(...plain(args))
+    unsafeOut.error = (...args) => unsafe.error(...plain(args))
+  }
+  // Made on the given console, so that everything else (its type id, its other methods) is the same.
+  return Object.assign(Object.create(console) as Console.Console, out, {
+    unsafe: Object.assign(Object.create(unsafe) as Console.UnsafeConsole, unsafeOut)
+  })
+}
 
 /** `batches ...`: a client of a running gateway (`--url` or GATEWAY_URL, and GATEWAY_API_KEY). */
 const batches = () => {

@@ -247,6 +247,19 @@ describe("the gateway server process", { timeout: 60_000 }, () => {
     }
   })
 
+  it("--help and a usage error, piped, are plain text: no ANSI escape codes", async () => {
+    const cwd = mkdtempSync(join(tmpdir(), "mg-help-"))
+    const help = await command({}, cwd, ["--help"])
+    expect(help.code).toBe(0)
+    expect(help.output).toContain("USAGE")
+    expect(help.output).toContain("keys")
+    expect(help.output).not.toContain("\u001b[")
+    const wrong = await command({}, cwd, ["keys", "frobnicate"])
+    expect(wrong.code).toBe(1)
+    expect(wrong.output).toMatch(/frobnicate|keys/)
+    expect(wrong.output).not.toContain("\u001b[")
+  })
+
   it("keys create|list|revoke: a key made with the command is printed once, stored hashed, kept until revoked", async () => {
     const cwd = mkdtempSync(join(tmpdir(), "mg-cli-"))
     const env = { GATEWAY_CONFIG: writeConfig({ ...goodConfig(), futureKey: undefined, keys: [] }) }
