@@ -85,7 +85,7 @@ export const run = (logging: Logging.Logging) => {
 }
 
 /** An ANSI escape sequence: a colour, a style, a cursor move. */
-const ANSI = /\u001b\[[0-9;?]*[A-Za-z]/g
+const ANSI = new RegExp(`${String.fromCharCode(0x1b)}\\[[0-9;?]*[A-Za-z]`, "g")
 
 const plain = (args: ReadonlyArray<unknown>) => args.map((arg) => typeof arg === "string" ? arg.replace(ANSI, "") : arg)
 
