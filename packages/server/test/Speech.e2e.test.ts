@@ -43,7 +43,8 @@ beforeAll(async () => {
   openai = await startFakeOpenAi({ apiKey: "sk-upstream" })
   flaky = await startFakeOpenAi({ apiKey: "sk-flaky" })
   const refused = await freePortThatRefuses()
-  const timeouts = { firstByteMs: 1000, idleMs: 1000, requestMs: 2000 }
+  // Short enough for the hang test, long enough that a loaded machine (the full suite on two cores) answers in time.
+  const timeouts = { firstByteMs: 3000, idleMs: 3000, requestMs: 6000 }
   const { config } = decode({
     server: { basePath: "/v1", maxBodyBytes: 256 * 1024 },
     storage: "memory:",

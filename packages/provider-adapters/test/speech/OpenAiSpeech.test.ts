@@ -45,7 +45,8 @@ const printable = (text: string): boolean => [...text].every((c) => c >= " " && 
 let fake: FakeUpstream
 let scope: Scope.CloseableScope
 let speech: (c: Upstream.SpeechCall) => Effect.Effect<Upstream.SpeechAudio, Upstream.UpstreamError, Scope.Scope>
-const timeouts = { firstByteMs: 800, idleMs: 800, requestMs: 2000 }
+// Short enough for the time-out tests, long enough that a loaded machine (the full suite on two cores) answers in time.
+const timeouts = { firstByteMs: 3000, idleMs: 3000, requestMs: 6000 }
 
 beforeAll(async () => {
   fake = await startFakeOpenAi({ apiKey: "sk-speech" })
