@@ -135,9 +135,11 @@ const chatFrame = (includeUsage: boolean) => (chunk: JsonObject, context: FrameC
     model: context.attempt.model.id,
     provider: context.attempt.endpoint.provider
   })
+  // Only the chunk that tells the usage carries it. OpenAI's `"usage": null` on every other chunk (when the client asked
+  // for usage) is dropped, as OpenRouter sends none: OpenRouter's SDK refuses a chunk whose usage is null.
   if (usage !== undefined && includeUsage) {
     out.usage = Object.assign({}, usage, { cost: Number(context.charge().cost) })
-  } else if (!includeUsage && "usage" in out) delete out.usage
+  } else if ("usage" in out) delete out.usage
   if (context.pipeline !== undefined && usage !== undefined) out.service_metadata = { pipeline: context.pipeline }
   return `data: ${JSON.stringify(out)}\n\n`
 }
