@@ -188,14 +188,21 @@ export const limitsStoreOf = (config: GatewayConfig, storage: string): "memory" 
 
 /**
  * The catalogue models the configuration describes. An endpoint without `apis` of its own gets those its provider's
- * adapter is limited to (an Anthropic-protocol provider: messages and chat), so that route planning knows them.
+ * adapter is limited to (an Anthropic-protocol provider: messages and chat), so that route planning knows them. Each
+ * model's `created` (the model list's) is when the gateway started offering it: `now` (unix seconds), or, for a model
+ * the `offered` catalogue has already (a reload), when that one was.
  */
-export const catalogueModels = (config: GatewayConfig): Array<Catalogue.Model> =>
+export const catalogueModels = (
+  config: GatewayConfig,
+  now: number = Math.floor(Date.now() / 1000),
+  offered?: Catalogue.CatalogueSnapshot
+): Array<Catalogue.Model> =>
   Object.entries(config.models).map(([id, model]) => {
     const seen = new Map<string, number>()
     return {
       id,
       name: model.name ?? id,
+      created: offered?.models.get(id)?.created ?? now,
       maxTokensPolicy: model.maxTokensPolicy ?? config.maxTokensPolicy,
       scores: model.scores,
       outputModalities: model.outputModalities,

@@ -101,15 +101,17 @@ export const make = (
     one.withPermits(1)(Effect.suspend(() => {
       const changed = needsRestart(running, next)
       if (changed.length > 0) return Effect.fail(new ReloadRefused({ changed }))
-      const snapshot = Catalogue.makeSnapshot(catalogueModels(next))
       const providers = changedProviders(running, next)
       // Keys first (a sync that fails, storage, leaves the rest as it was, and the reload can be sent again), then the
       // providers, then the catalogue: no request is routed to a provider whose new adapter is not in place yet.
       return Effect.flatMap(targets.syncKeys(next), (keys) =>
-        Effect.map(targets.rebuildProviders(next, providers), (rebuilt): Reloaded => {
-          targets.catalogue.replace(snapshot)
-          running = next
-          return { models: snapshot.models.size, keys, providers: rebuilt }
-        }))
+        Effect.flatMap(targets.rebuildProviders(next, providers), (rebuilt) =>
+          Effect.map(targets.catalogue.catalogue.snapshot, (offered): Reloaded => {
+            // A model offered already keeps its `created`; a new one is offered from now.
+            const snapshot = Catalogue.makeSnapshot(catalogueModels(next, Math.floor(Date.now() / 1000), offered))
+            targets.catalogue.replace(snapshot)
+            running = next
+            return { models: snapshot.models.size, keys, providers: rebuilt }
+          })))
     }))
 }

@@ -62,9 +62,13 @@ describe("GET /v1/models", () => {
 
   it("lists with the openai SDK", async () => {
     const ids: Array<string> = []
+    const now = Math.floor(Date.now() / 1000)
     for await (const model of openai.models.list()) {
       expect(model.object).toBe("model")
       expect(model.owned_by).toBe(model.id.split("/")[0])
+      // When the gateway started offering it (it loaded its catalogue at start): not 0, 1970.
+      expect(model.created).toBeGreaterThan(now - 600)
+      expect(model.created).toBeLessThanOrEqual(now)
       ids.push(model.id)
     }
     expect(ids).toEqual(catalogueIds)
