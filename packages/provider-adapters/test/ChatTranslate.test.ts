@@ -403,19 +403,25 @@ describe("toMessagesRequest", () => {
     assertError(chat(hi, { response_format: { type: "grammar" } }), "unsupported", "response_format of type grammar")
   })
 
-  it("turns reasoning_effort into a thinking budget and drops temperature", () => {
-    const thinking = (effort: string) => request(chat(hi, { reasoning_effort: effort, max_tokens: 64000 })).thinking
-    assert.deepStrictEqual(thinking("low"), { type: "enabled", budget_tokens: 1024 })
-    assert.deepStrictEqual(thinking("medium"), { type: "enabled", budget_tokens: 4096 })
-    assert.deepStrictEqual(thinking("high"), { type: "enabled", budget_tokens: 16384 })
-    assert.deepStrictEqual(thinking("xhigh"), { type: "enabled", budget_tokens: 32768 })
-    assert.isUndefined(thinking("minimal"))
+  it("turns reasoning_effort into a thinking budget, OpenRouter's share of max_tokens, and drops temperature", () => {
+    const thinking = (effort: string, max_tokens = 20000) =>
+      request(chat(hi, { reasoning_effort: effort, max_tokens })).thinking
+    assert.deepStrictEqual(thinking("minimal"), { type: "enabled", budget_tokens: 2000 })
+    assert.deepStrictEqual(thinking("low"), { type: "enabled", budget_tokens: 4000 })
+    assert.deepStrictEqual(thinking("medium"), { type: "enabled", budget_tokens: 10000 })
+    assert.deepStrictEqual(thinking("high"), { type: "enabled", budget_tokens: 16000 })
+    assert.deepStrictEqual(thinking("xhigh"), { type: "enabled", budget_tokens: 19000 })
     assert.isUndefined(thinking("none"))
+    // At most 32,000 tokens; at least Anthropic's minimum, 1,024.
+    assert.deepStrictEqual(thinking("high", 64000), { type: "enabled", budget_tokens: 32000 })
+    assert.deepStrictEqual(thinking("minimal", 4096), { type: "enabled", budget_tokens: 1024 })
+    // A small cap still leaves room for the answer: "high" on 8,192 tokens thinks for 6,553 of them, not 8,191.
+    assert.deepStrictEqual(thinking("high", 8192), { type: "enabled", budget_tokens: 6553 })
     const out = request(chat(hi, { reasoning_effort: "high", max_tokens: 64000, temperature: 0.2, top_k: 5 }))
     assert.notProperty(out, "temperature")
     assert.notProperty(out, "top_k")
-    const minimal = request(chat(hi, { reasoning_effort: "minimal", temperature: 0.2 }))
-    assert.strictEqual(minimal.temperature, 0.2)
+    const none = request(chat(hi, { reasoning_effort: "none", temperature: 0.2 }))
+    assert.strictEqual(none.temperature, 0.2)
     assertError(chat(hi, { reasoning_effort: "extreme" }), "invalid_request", "reasoning_effort")
   })
 
@@ -424,16 +430,16 @@ describe("toMessagesRequest", () => {
       request(chat(hi, { reasoning, max_tokens: 64000, ...extra })).thinking
     assert.deepStrictEqual(thinking({ max_tokens: 3000 }), { type: "enabled", budget_tokens: 3000 })
     assert.deepStrictEqual(thinking({ max_tokens: 200 }), { type: "enabled", budget_tokens: 1024 })
-    assert.deepStrictEqual(thinking({ effort: "high" }), { type: "enabled", budget_tokens: 16384 })
+    assert.deepStrictEqual(thinking({ effort: "high" }), { type: "enabled", budget_tokens: 32000 })
     assert.deepStrictEqual(thinking({ max_tokens: 2000, effort: "high" }), { type: "enabled", budget_tokens: 2000 })
-    assert.deepStrictEqual(thinking({ enabled: true }), { type: "enabled", budget_tokens: 4096 })
+    assert.deepStrictEqual(thinking({ enabled: true }), { type: "enabled", budget_tokens: 32000 })
     assert.deepStrictEqual(thinking({ effort: "low" }, { reasoning_effort: "high" }), {
       type: "enabled",
-      budget_tokens: 1024
+      budget_tokens: 12800
     })
     assert.deepStrictEqual(thinking({ exclude: true }, { reasoning_effort: "high" }), {
       type: "enabled",
-      budget_tokens: 16384
+      budget_tokens: 32000
     })
     assert.isUndefined(thinking({ enabled: false, effort: "high" }, { reasoning_effort: "high" }))
     assert.isUndefined(thinking({ exclude: true }))
@@ -444,11 +450,11 @@ describe("toMessagesRequest", () => {
     const out = (extra: Json) => request(chat(hi, extra))
     assert.deepStrictEqual(out({ reasoning_effort: "high", max_tokens: 8000 }).thinking, {
       type: "enabled",
-      budget_tokens: 7999
+      budget_tokens: 6400
     })
     assert.deepStrictEqual(out({ reasoning_effort: "high", max_completion_tokens: 2000, max_tokens: 64000 }).thinking, {
       type: "enabled",
-      budget_tokens: 1999
+      budget_tokens: 1600
     })
     assert.deepStrictEqual(out({ reasoning: { max_tokens: 10000 } }).thinking, { type: "enabled", budget_tokens: 4095 })
     const small = out({ reasoning_effort: "low", max_tokens: 1024, temperature: 0.5 })
@@ -1106,7 +1112,7 @@ describe("thinking in a chat tool loop over an Anthropic upstream", () => {
         { type: "tool_use", id: "toolu_1", name: "f", input: { q: 1 } }
       ]
     })
-    assert.deepStrictEqual(next.thinking, { type: "enabled", budget_tokens: 1024 })
+    assert.deepStrictEqual(next.thinking, { type: "enabled", budget_tokens: 1600 })
   })
 
   it("streams the signed thinking in numbered fragments, which come back as the same blocks merged or not", () => {
@@ -1144,7 +1150,7 @@ describe("thinking in a chat tool loop over an Anthropic upstream", () => {
         max_tokens: 8000
       }))
       assert.deepStrictEqual((next.messages as Array<Json>)[1], { role: "assistant", content: expected })
-      assert.deepStrictEqual(next.thinking, { type: "enabled", budget_tokens: 1024 })
+      assert.deepStrictEqual(next.thinking, { type: "enabled", budget_tokens: 1600 })
     }
     // the openai SDK's finalChatCompletion() keeps only the last fragment: a signature without its text is left out
     // (Anthropic would refuse it), and the turn runs with thinking off

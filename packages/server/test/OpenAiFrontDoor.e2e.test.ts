@@ -318,7 +318,7 @@ describe("a streamed chat tool loop with thinking over an Anthropic upstream", (
     }
     expect(reasoning).toBe(thinking)
     const signed = h.anthropic.requests[0]!.body
-    expect(signed.thinking).toEqual({ type: "enabled", budget_tokens: 1024 })
+    expect(signed.thinking).toEqual({ type: "enabled", budget_tokens: 1600 })
     expect([...details.values()]).toEqual([
       {
         type: "reasoning.text",
@@ -341,7 +341,7 @@ describe("a streamed chat tool loop with thinking over an Anthropic upstream", (
     for await (const chunk of await ask()) answer += chunk.choices[0]?.delta.content ?? ""
     expect(answer).toBe("Sunny in Paris.")
     const next = h.anthropic.requests[1]!.body
-    expect(next.thinking).toEqual({ type: "enabled", budget_tokens: 1024 })
+    expect(next.thinking).toEqual({ type: "enabled", budget_tokens: 1600 })
     expect(next.messages[1]).toEqual({
       role: "assistant",
       content: [

@@ -83,18 +83,19 @@ const MIN_THINKING_BUDGET = 1024
 
 /**
  * The body with `max_tokens` clamped to an endpoint's limit (prefer, then clamp: see `RoutePlanner`), and a thinking
- * budget kept below it, as Anthropic requires; thinking is turned off when less than its minimum budget would remain.
+ * budget kept below it, as Anthropic requires. A budget that no longer fits keeps its share of the cap the client
+ * asked for (16,000 of 32,000 lowered to 8,192: 4,096), so that the answer keeps its share too, rather than all but
+ * one token going to thinking; thinking is turned off when less than its minimum budget would remain.
  */
 export const clampMaxTokens = (body: JsonObject, maxTokens: number): JsonObject => {
   const out = withField(body, "max_tokens", maxTokens)
   const thinking = body.thinking as JsonObject | null | undefined
   const budget = thinking?.budget_tokens
   if (thinking?.type !== "enabled" || typeof budget !== "number" || budget < maxTokens) return out
-  return withField(
-    out,
-    "thinking",
-    maxTokens - 1 >= MIN_THINKING_BUDGET ? { ...thinking, budget_tokens: maxTokens - 1 } : { type: "disabled" }
-  )
+  if (maxTokens - 1 < MIN_THINKING_BUDGET) return withField(out, "thinking", { type: "disabled" })
+  const asked = typeof body.max_tokens === "number" && body.max_tokens > budget ? body.max_tokens : budget + 1
+  const kept = Math.min(maxTokens - 1, Math.max(MIN_THINKING_BUDGET, Math.floor(budget * maxTokens / asked)))
+  return withField(out, "thinking", { ...thinking, budget_tokens: kept })
 }
 
 /** The body an attempt's endpoint receives: its model id, and its own `max_tokens` when the plan clamped it. */

@@ -148,7 +148,8 @@ describe("max_tokens over every endpoint's limit (prefer, then clamp)", () => {
       )
       const body = (outcome as { body: any }).body
       assert.strictEqual(g.upstream.calls[0].body.max_tokens, 8192)
-      assert.deepStrictEqual(g.upstream.calls[0].body.thinking, { type: "enabled", budget_tokens: 8191 })
+      // The budget keeps its share of the cap asked for (half), and so the answer its half.
+      assert.deepStrictEqual(g.upstream.calls[0].body.thinking, { type: "enabled", budget_tokens: 4096 })
       assert.deepInclude(body.service_metadata.pipeline, {
         type: "routing",
         name: "clamp",

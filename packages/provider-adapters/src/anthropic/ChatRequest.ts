@@ -173,33 +173,34 @@ const toolChoice = (choice: unknown, disableParallel: boolean): JsonObject | und
 // ---------------------------------------------------------------------------------------------------
 // reasoning and output format
 
-const effortBudget = (effort: unknown, field: string): number | undefined => {
-  switch (effort) {
-    case "none":
-    case "minimal":
-      return undefined
-    case "low":
-      return 1024
-    case "medium":
-      return 4096
-    case "high":
-      return 16384
-    case "xhigh":
-      return 32768
-    default:
-      return fail("invalid_request", `${field} must be one of none, minimal, low, medium, high, xhigh`)
+/**
+ * The share of `max_tokens` each effort gives the thinking budget of a model that takes a budget, not an effort: as
+ * OpenRouter documents it for Anthropic's models (reasoning tokens). A fixed budget per effort left a small
+ * `max_tokens` all to thinking ("high" on 8,192 tokens thought for 8,191 and answered in one).
+ */
+const EFFORT_SHARE: Readonly<Record<string, number>> = { minimal: 0.1, low: 0.2, medium: 0.5, high: 0.8, xhigh: 0.95 }
+
+/** The largest budget an effort makes, as OpenRouter bounds it. */
+const MAX_EFFORT_BUDGET = 32_000
+
+const effortBudget = (effort: unknown, field: string, maxTokens: number): number | undefined => {
+  if (effort === "none") return undefined
+  const share = typeof effort === "string" && Object.hasOwn(EFFORT_SHARE, effort) ? EFFORT_SHARE[effort] : undefined
+  if (share === undefined) {
+    return fail("invalid_request", `${field} must be one of none, minimal, low, medium, high, xhigh`)
   }
+  return Math.max(MIN_THINKING_BUDGET, Math.min(Math.floor(maxTokens * share), MAX_EFFORT_BUDGET))
 }
 
 /** The thinking budget asked for: OpenRouter's `reasoning` object first, then `reasoning_effort`. */
-const requestedBudget = (chat: JsonObject): number | undefined => {
+const requestedBudget = (chat: JsonObject, maxTokens: number): number | undefined => {
   const reasoning = asObject(chat.reasoning)
   if (reasoning?.enabled === false) return undefined
   const max = asNumber(reasoning?.max_tokens)
   if (max !== undefined) return Math.max(max, MIN_THINKING_BUDGET)
-  if (!isAbsent(reasoning?.effort)) return effortBudget(reasoning?.effort, "reasoning.effort")
-  if (!isAbsent(chat.reasoning_effort)) return effortBudget(chat.reasoning_effort, "reasoning_effort")
-  return reasoning?.enabled === true ? effortBudget("medium", "reasoning") : undefined
+  if (!isAbsent(reasoning?.effort)) return effortBudget(reasoning?.effort, "reasoning.effort", maxTokens)
+  if (!isAbsent(chat.reasoning_effort)) return effortBudget(chat.reasoning_effort, "reasoning_effort", maxTokens)
+  return reasoning?.enabled === true ? effortBudget("medium", "reasoning", maxTokens) : undefined
 }
 
 const outputFormat = (format: unknown, system: Array<string | Array<JsonObject>>): JsonObject | undefined => {
@@ -274,7 +275,7 @@ export const toMessagesRequest = (
     if (tools.length > 0) out.tools = tools.map(toolDefinition)
     if (choice) out.tool_choice = choice
 
-    const requested = requestedBudget(chat)
+    const requested = requestedBudget(chat, maxTokens)
     const budget = requested === undefined ? undefined : Math.min(requested, maxTokens - 1)
     const forced = choice?.type === "any" || choice?.type === "tool"
     const thinking = budget !== undefined && budget >= MIN_THINKING_BUDGET && !forced && !toolTurnWithoutThinking(turns)
