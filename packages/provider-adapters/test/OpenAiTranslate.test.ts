@@ -123,6 +123,14 @@ describe("toChatRequest", () => {
     })
   })
 
+  it("drops top_k for an upstream that does not take it (OpenAI refuses it as an unrecognised argument)", () => {
+    const body = base([{ role: "user", content: "hi" }], { top_k: 40 })
+    const translated = (supportsTopK: boolean | undefined) => request(body, { supportsTopK })
+    assert.notProperty(translated(false), "top_k")
+    assert.strictEqual(translated(true).top_k, 40)
+    assert.strictEqual(translated(undefined).top_k, 40)
+  })
+
   it("joins system text blocks and keeps cache_control only when asked", () => {
     const body = base([{ role: "user", content: "hi" }], {
       system: [{ type: "text", text: "a" }, { type: "text", text: "b", cache_control: { type: "ephemeral" } }]

@@ -575,6 +575,22 @@ describe("forwarding", () => {
   )
 })
 
+describe("translated for an OpenAI-protocol upstream", () => {
+  it("sends top_k to an OpenAI-protocol endpoint only when it lists top_k among its parameters", async () => {
+    // acme/gpt lists its parameters, without top_k: OpenAI itself refuses an unrecognised argument.
+    const sent = await post(h, {
+      model: "acme/gpt",
+      max_tokens: 20,
+      temperature: 0.5,
+      top_k: 40,
+      messages: [{ role: "user", content: "hello" }]
+    })
+    expect(sent.status).toBe(200)
+    expect(h.openai.requests.at(-1)!.body).toMatchObject({ temperature: 0.5 })
+    expect(h.openai.requests.at(-1)!.body).not.toHaveProperty("top_k")
+  })
+})
+
 describe("a large conversation translated", () => {
   /** 3,000 turns of text, over 64 KiB of JSON, each marked with its index to check their order where they arrive. */
   const turns = Array.from({ length: 3000 }, (_, n) => ({

@@ -20,6 +20,11 @@ export interface ChatRequestOptions {
   /** The upstream accepts `reasoning_effort`. */
   readonly supportsReasoning?: boolean | undefined
   /**
+   * The upstream accepts `top_k` (vLLM, Ollama, OpenRouter do; OpenAI refuses it as an unrecognised argument). Unset:
+   * it is forwarded.
+   */
+  readonly supportsTopK?: boolean | undefined
+  /**
    * Keep Anthropic `cache_control` markers (OpenRouter and some vLLM builds honour them): on the text parts of system,
    * user, assistant and tool messages, and the request's own (automatic caching) at the top level.
    * Off by default: strict OpenAI-schema servers reject unknown keys in content parts.
@@ -319,7 +324,7 @@ export const toChatRequest = (
     if (body.max_tokens !== undefined) out[options.maxTokensField ?? "max_tokens"] = body.max_tokens
     if (body.temperature !== undefined) out.temperature = body.temperature
     if (body.top_p !== undefined) out.top_p = body.top_p
-    if (body.top_k !== undefined) out.top_k = body.top_k
+    if (body.top_k !== undefined && options.supportsTopK !== false) out.top_k = body.top_k
     const stop = asArray(body.stop_sequences)
     if (stop && stop.length > 0) out.stop = stop
 

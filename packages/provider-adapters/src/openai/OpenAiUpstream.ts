@@ -64,14 +64,18 @@ export const defaultCacheControl = (baseUrl: string): boolean => {
   }
 }
 
-/** The output-cap field a provider takes by default. */
-export const defaultMaxTokensField = (baseUrl: string): "max_tokens" | "max_completion_tokens" => {
+/** Whether a provider is OpenAI's own API. */
+const isOpenAiHost = (baseUrl: string): boolean => {
   try {
-    return new URL(baseUrl).hostname === "api.openai.com" ? "max_completion_tokens" : "max_tokens"
+    return new URL(baseUrl).hostname === "api.openai.com"
   } catch {
-    return "max_tokens"
+    return false
   }
 }
+
+/** The output-cap field a provider takes by default. */
+export const defaultMaxTokensField = (baseUrl: string): "max_tokens" | "max_completion_tokens" =>
+  isOpenAiHost(baseUrl) ? "max_completion_tokens" : "max_tokens"
 
 const describeError = (body: unknown, text: string) => {
   const error = (body as { error?: { message?: unknown; type?: unknown; code?: unknown } } | undefined)?.error
@@ -135,6 +139,7 @@ export const make = (options: OpenAiOptions): Effect.Effect<Upstream.UpstreamSer
     const maxTokensField = options.maxTokensField ?? defaultMaxTokensField(options.baseUrl)
     const cacheControl = options.cacheControl ?? defaultCacheControl(options.baseUrl)
     const reasoningContent = options.reasoningContent ?? defaultReasoningContent(options.baseUrl)
+    const openAiHost = isOpenAiHost(options.baseUrl)
     const translate = (call: Upstream.MessagesCall, stream: boolean) =>
       OpenAiTranslate.toChatRequest(call.body, {
         upstreamModel: call.endpoint.upstreamModel,
@@ -146,7 +151,9 @@ export const make = (options: OpenAiOptions): Effect.Effect<Upstream.UpstreamSer
         supportsReasoning: call.endpoint.supportedParameters?.some((p) =>
           p === "reasoning" || p === "include_reasoning"
         ) ??
-          false
+          false,
+        // An endpoint that lists its parameters says whether it takes `top_k`; otherwise api.openai.com does not.
+        supportsTopK: call.endpoint.supportedParameters?.includes("top_k") ?? !openAiHost
       })
 
     // Translated when run, and kept in a variable rather than an Effect's value: an Effect (the `Either` itself, were
