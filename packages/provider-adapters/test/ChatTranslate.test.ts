@@ -154,6 +154,8 @@ describe("toMessagesRequest", () => {
     assertError(part({ type: "image_url", image_url: { url: "data:image/png,raw" } }), "invalid_request", "base64")
     assertError(part({ type: "image_url", image_url: {} }), "invalid_request", "without a url")
     assertError(chat([{ role: "user", content: 42 }]), "invalid_request", "user message content")
+    assertError(chat([{ role: "user" }]), "invalid_request", "a user message must have content")
+    assertError(chat([...hi, { role: "user", content: null }]), "invalid_request", "a user message must have content")
   })
 
   it("translates assistant text, refusal parts and tool calls with their ids, content null allowed", () => {

@@ -83,6 +83,8 @@ const conversation = (messages: unknown): Conversation => {
         break
       }
       case "user":
+        // As OpenAI refuses it ("missing required parameter"), rather than dropped and then refused for what is left.
+        if (isAbsent(message.content)) fail("invalid_request", "a user message must have content")
         addTurn(turns, "user", ChatContent.contentBlocks("user", message.content))
         break
       case "assistant": {
