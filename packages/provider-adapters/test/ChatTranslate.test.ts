@@ -865,6 +865,85 @@ describe("makeChunkTranslator", () => {
     ])
   })
 
+  it("closes the arguments of a tool call whose input streamed empty with \"{}\", with or without deltas", () => {
+    const start: Wire.StreamEvent = {
+      type: "content_block_start",
+      index: 0,
+      content_block: { type: "tool_use", id: "t1", name: "now", input: {} }
+    }
+    const empty: Wire.StreamEvent = {
+      type: "content_block_delta",
+      index: 0,
+      delta: { type: "input_json_delta", partial_json: "" }
+    }
+    const stop: Wire.StreamEvent = { type: "content_block_stop", index: 0 }
+    const finish: Wire.StreamEvent = {
+      type: "message_delta",
+      delta: { stop_reason: "tool_use" },
+      usage: { output_tokens: 3 }
+    }
+    // one empty fragment (as Anthropic streams a tool without input), none, and a block that never says it stopped
+    for (const between of [[empty, stop], [stop], [empty]]) {
+      const chunks = run([
+        { type: "message_start", message: message([]) },
+        start,
+        ...between,
+        finish,
+        { type: "message_stop" }
+      ], { includeUsage: false })
+      assert.deepStrictEqual(chunks, [
+        roleChunk,
+        chunk({ tool_calls: [{ index: 0, id: "t1", type: "function", function: { name: "now", arguments: "" } }] }),
+        chunk({ tool_calls: [{ index: 0, function: { arguments: "{}" } }] }),
+        chunk({}, "tool_calls")
+      ])
+    }
+  })
+
+  it("closes only the empty one of parallel tool calls, each by its own index, id and type on its first only", () => {
+    const tool = (index: number, id: string, name: string): Wire.StreamEvent => ({
+      type: "content_block_start",
+      index,
+      content_block: { type: "tool_use", id, name, input: {} }
+    })
+    const json = (index: number, partial_json: string): Wire.StreamEvent => ({
+      type: "content_block_delta",
+      index,
+      delta: { type: "input_json_delta", partial_json }
+    })
+    const stop = (index: number): Wire.StreamEvent => ({ type: "content_block_stop", index })
+    const chunks = run([
+      { type: "message_start", message: message([]) },
+      tool(0, "toolu_A", "get_weather"),
+      json(0, ""),
+      json(0, "{\"city\":"),
+      tool(1, "toolu_B", "now"),
+      json(1, ""),
+      tool(2, "toolu_C", "get_time"),
+      json(2, "{\"tz\":\"UTC\"}"),
+      stop(1),
+      json(0, "\"Paris\"}"),
+      stop(0),
+      stop(2),
+      { type: "message_delta", delta: { stop_reason: "tool_use" }, usage: { output_tokens: 9 } },
+      { type: "message_stop" }
+    ], { includeUsage: false })
+    const first = (index: number, id: string, name: string) =>
+      chunk({ tool_calls: [{ index, id, type: "function", function: { name, arguments: "" } }] })
+    const more = (index: number, args: string) => chunk({ tool_calls: [{ index, function: { arguments: args } }] })
+    assert.deepStrictEqual(chunks, [
+      roleChunk,
+      first(0, "toolu_A", "get_weather"),
+      more(0, "{\"city\":"),
+      first(1, "toolu_B", "now"),
+      first(2, "toolu_C", "get_time"),
+      more(2, "{\"tz\":\"UTC\"}"),
+      more(1, "{}"),
+      more(0, "\"Paris\"}"),
+      chunk({}, "tool_calls")
+    ])
+  })
+
   it("sends the input a tool_use block starts with, when it is not empty", () => {
     const chunks = run([
       { type: "message_start", message: message([]) },
@@ -1082,6 +1161,31 @@ describe("with the openai SDK", () => {
         ["toolu_01B", { tz: "Europe/Rome" }]
       ])
       assert.strictEqual(choiceOf(final).finish_reason, "tool_calls")
+    }
+  })
+
+  it("accumulates a tool call without input among parallel ones as toChatCompletion's \"{}\"", async () => {
+    const msg = message([
+      { type: "tool_use", id: "toolu_01A", name: "get_weather", input: { city: "Paris" } },
+      { type: "tool_use", id: "toolu_01B", name: "now", input: {} },
+      { type: "tool_use", id: "toolu_01C", name: "get_time", input: { tz: "UTC" } }
+    ], { stop_reason: "tool_use" })
+    // Anthropic streams no fragment but an empty one for a tool without input (`streamOf` would stream "{}")
+    const events = streamOf(msg, 5).filter((e) =>
+      !(e.index === 1 && e.type === "content_block_delta" && (e.delta as Json).partial_json !== "")
+    )
+    for (const withoutDelta of [false, true]) {
+      const chunks = run(
+        withoutDelta ? events.filter((e) => !(e.index === 1 && e.type === "content_block_delta")) : events
+      )
+      const final = await sdkFinalCompletion(chunks)
+      assert.deepStrictEqual(comparable(final), comparable(completion(msg)))
+      const calls = (choiceOf(final).message as Json).tool_calls as Array<Json>
+      assert.deepStrictEqual(calls.map((call) => (call.function as Json).arguments), [
+        "{\"city\":\"Paris\"}",
+        "{}",
+        "{\"tz\":\"UTC\"}"
+      ])
     }
   })
 })

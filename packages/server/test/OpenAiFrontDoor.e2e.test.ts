@@ -374,6 +374,43 @@ describe("a streamed chat tool loop with thinking over an Anthropic upstream", (
   })
 })
 
+describe("a streamed tool call without arguments over an Anthropic upstream", () => {
+  it("is \"{}\" in the openai SDK's finalChatCompletion() among parallel calls, empty delta or none", async () => {
+    const now = { type: "function" as const, function: { name: "now", parameters: { type: "object", properties: {} } } }
+    for (const fragments of [[""], []]) {
+      h.anthropic.setReply(() => ({
+        toolCalls: [
+          { id: "toolu_paris", name: "get_weather", input: { city: "Paris" } },
+          // Anthropic streams a tool without input as `input: {}`, then one empty fragment (or none)
+          { id: "toolu_now", name: "now", input: {}, fragments },
+          { id: "toolu_rome", name: "get_weather", input: { city: "Rome" } }
+        ]
+      }))
+      const final = await client.chat.completions.stream({
+        model: "anthro/claude",
+        max_tokens: 50,
+        messages: [{ role: "user", content: "weather in Paris and Rome, and the time" }],
+        tools: [weather, now]
+      }).finalChatCompletion()
+      expect(final.choices[0]!.finish_reason).toBe("tool_calls")
+      const calls = final.choices[0]!.message.tool_calls as Array<OpenAI.Chat.ChatCompletionMessageFunctionToolCall>
+      expect(calls.map((call) => [call.id, call.type, call.function.name, call.function.arguments])).toEqual([
+        ["toolu_paris", "function", "get_weather", "{\"city\":\"Paris\"}"],
+        ["toolu_now", "function", "now", "{}"],
+        ["toolu_rome", "function", "get_weather", "{\"city\":\"Rome\"}"]
+      ])
+      // the same as the answer not streamed
+      const json = await client.chat.completions.create({
+        model: "anthro/claude",
+        max_tokens: 50,
+        messages: [{ role: "user", content: "weather in Paris and Rome, and the time" }],
+        tools: [weather, now]
+      })
+      expect(json.choices[0]!.message.tool_calls).toEqual(calls)
+    }
+  })
+})
+
 describe("@openrouter/sdk chat.send", () => {
   it("passes the SDK's validation, JSON and streamed, over both upstream kinds", async () => {
     const openrouter = new OpenRouter({ serverURL: `${h.url}/v1`, apiKey: KEY, retryConfig: { strategy: "none" } })

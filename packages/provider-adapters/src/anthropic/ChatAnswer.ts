@@ -142,8 +142,10 @@ export interface ChunkTranslator {
  * Makes a translator for one streamed answer. The chunk with `delta: {role: "assistant", content: ""}` is sent once,
  * just before the first chunk with content or the finish (so nothing is sent before content and a failure then can
  * still fall over). Tool calls are numbered 0, 1, 2… in the order their blocks start, whatever the Anthropic block
- * index, and the fragments of each go to its number. The usage chunk (`choices: []`) comes at `message_stop` when
- * asked for: input and cache figures from `message_start`, replaced by any `message_delta` gives, output from the
+ * index, and the fragments of each go to its number. A call whose input streamed empty (`input: {}` and no fragment
+ * but empty or blank ones) gets `"{}"` as its arguments when its block stops (or at the finish), as `toChatCompletion`
+ * gives it: the fragments a client joins are then always JSON. The usage chunk (`choices: []`) comes at `message_stop`
+ * when asked for: input and cache figures from `message_start`, replaced by any `message_delta` gives, output from the
  * last `message_delta`. The first chunk and the finish carry, unseen, the usage told until then (core's `ToldUsage`):
  * what a stream that breaks off before `message_stop` is billed, rather than an estimate of its prompt. Thinking
  * streams as OpenRouter streams it: each fragment as `reasoning` and as a `reasoning_details` entry (`reasoning.text`)
@@ -158,6 +160,8 @@ export const makeChunkTranslator = (options: ChunkTranslatorOptions): ChunkTrans
   let toolCalls = 0
   /** Anthropic block index → tool call number (undefined for other blocks). */
   const blocks = new Map<number, number | undefined>()
+  /** Anthropic block index → number of a tool call whose arguments are still empty (or only blanks). */
+  const argumentless = new Map<number, number>()
   const usage: Partial<Wire.Usage> = {}
   const frame = { id: options.id, object: "chat.completion.chunk", created: options.created, model: options.model }
 
@@ -238,9 +242,19 @@ export const makeChunkTranslator = (options: ChunkTranslatorOptions): ChunkTrans
     blocks.set(index, k)
     const input = asObject(block.input)
     const args = input && Object.keys(input).length > 0 ? JSON.stringify(input) : ""
+    if (args === "") argumentless.set(index, k)
     emit(out, {
       tool_calls: [{ index: k, id: block.id, type: "function", function: { name: block.name, arguments: args } }]
     })
+  }
+
+  // Anthropic streams a tool without input as `input: {}` and at most an empty fragment: joined, `""`, which no
+  // client can parse. Its arguments are closed with `"{}"` once no more can come.
+  const closeArguments = (out: Array<JsonObject>, index: number): void => {
+    const k = argumentless.get(index)
+    if (k === undefined) return
+    argumentless.delete(index)
+    emit(out, { tool_calls: [{ index: k, function: { arguments: "{}" } }] })
   }
 
   const blockDelta = (event: Wire.StreamEvent, out: Array<JsonObject>): void => {
@@ -260,7 +274,10 @@ export const makeChunkTranslator = (options: ChunkTranslatorOptions): ChunkTrans
       case "input_json_delta": {
         const k = blocks.get(index)
         const partial = asString(delta.partial_json)
-        if (k !== undefined && partial) emit(out, { tool_calls: [{ index: k, function: { arguments: partial } }] })
+        if (k !== undefined && partial) {
+          if (argumentless.has(index) && /\S/.test(partial)) argumentless.delete(index)
+          emit(out, { tool_calls: [{ index: k, function: { arguments: partial } }] })
+        }
         break
       }
     }
@@ -284,10 +301,14 @@ export const makeChunkTranslator = (options: ChunkTranslatorOptions): ChunkTrans
       case "content_block_delta":
         blockDelta(event, out)
         break
+      case "content_block_stop":
+        closeArguments(out, asNumber(event.index) ?? 0)
+        break
       case "message_delta": {
         addUsage(event.usage)
         const finish = finishReason(asObject(event.delta)?.stop_reason)
         if (finish !== null) {
+          for (const index of [...argumentless.keys()]) closeArguments(out, index)
           emit(out, {}, finish)
           ToldUsage.mark(out[out.length - 1], chatUsage(usage))
         }

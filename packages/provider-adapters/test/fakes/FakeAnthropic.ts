@@ -77,7 +77,10 @@ const blocksOf = (reply: Reply, ids: Ids): Array<Block> => {
     blocks.push({
       start: { type: "tool_use", id, name: call.name, input: {} },
       full: { type: "tool_use", id, name: call.name, input },
-      deltas: splitFragments(JSON.stringify(input)).map((partial_json) => ({ type: "input_json_delta", partial_json }))
+      deltas: (call.fragments ?? splitFragments(JSON.stringify(input))).map((partial_json) => ({
+        type: "input_json_delta",
+        partial_json
+      }))
     })
   }
   return blocks

@@ -42,6 +42,11 @@ export interface ReplyToolCall {
   readonly id?: string
   readonly name: string
   readonly input: unknown
+  /**
+   * The Anthropic fake streams these `input_json_delta` fragments instead of its input's JSON in pieces: `[""]` (what
+   * Anthropic sends for a tool without input) or `[]` (no delta at all).
+   */
+  readonly fragments?: ReadonlyArray<string>
 }
 
 /**
