@@ -170,6 +170,30 @@ describe("tokens per minute", () => {
     })
   })
 
+  it("the 400 of an output cap that can never fit names the field the client sent it in", async () => {
+    const cases = [
+      ["chat/completions", "max_tokens", { messages: [{ role: "user", content: "Hi" }] }],
+      ["chat/completions", "max_completion_tokens", { messages: [{ role: "user", content: "Hi" }] }],
+      ["responses", "max_output_tokens", { input: "Hi" }]
+    ] as const
+    for (const [path, field, body] of cases) {
+      const response = await fetch(`${h.url}/v1/${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${TOKENS_KEY}` },
+        body: JSON.stringify({ model: "acme/gpt", [field]: 1001, ...body })
+      })
+      expect(response.status).toBe(400)
+      expect(response.headers.get("x-ratelimit-limit-output-tokens")).toBe("1000")
+      const { error } = await json(response)
+      expect(error).toMatchObject({ code: 400, type: "invalid_request_error", param: field })
+      expect(error.message).toBe(
+        `${field} (1001) is more than this key's limit of 1000 output tokens per minute: this request can never be ` +
+          `served; lower ${field}`
+      )
+    }
+    expect(h.openai.requests).toHaveLength(0)
+  })
+
   it("a stream reserves max_tokens and settles with its real usage when it ends", async () => {
     const first = await send(TOKENS_KEY, { max_tokens: 900, stream: true })
     expect(first.status).toBe(200)

@@ -710,6 +710,39 @@ describe("embeddings and responses", () => {
     expect(text).toBe("Echo: stream this")
   })
 
+  it("refuses max_output_tokens under 1 or not an integer with a 400 naming it, as chat max_tokens", async () => {
+    const post = (path: string, body: Record<string, unknown>) =>
+      fetch(`${h.url}/v1/${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` },
+        body: JSON.stringify({ model: "acme/gpt", ...body })
+      })
+    for (const cap of [-100, 0, 1.5]) {
+      const refused = await post("responses", { input: "x", max_output_tokens: cap })
+      expect(refused.status).toBe(400)
+      expect((await json(refused)).error).toEqual({
+        code: 400,
+        type: "invalid_request_error",
+        param: "max_output_tokens",
+        message: `max_output_tokens: must be an integer of at least 1, got ${cap}`
+      })
+      const chat = await post("chat/completions", { messages: [{ role: "user", content: "x" }], max_tokens: cap })
+      expect((await json(chat)).error).toEqual({
+        code: 400,
+        type: "invalid_request_error",
+        param: "max_tokens",
+        message: `max_tokens: must be an integer of at least 1, got ${cap}`
+      })
+    }
+    await expect(client.responses.create({ model: "acme/gpt", input: "x", max_output_tokens: 0 })).rejects
+      .toBeInstanceOf(OpenAI.BadRequestError)
+    expect(h.openai.requests).toHaveLength(0)
+    // a cap of 1 or more, or null, goes through as it was sent
+    await client.responses.create({ model: "acme/gpt", input: "x", max_output_tokens: 16 })
+    await client.responses.create({ model: "acme/gpt", input: "x", max_output_tokens: null })
+    expect(h.openai.requests.map((r) => r.body.max_output_tokens)).toEqual([16, null])
+  })
+
   it("a stream ends at the upstream's last event ([DONE], response.completed), not at its body's later end", async () => {
     // the fake ends each body 800 ms after its last event (under the transport's 1 s drain limit)
     h.openai.script({ kind: "ok", endDelayMs: 800 }, { kind: "ok", endDelayMs: 800 })

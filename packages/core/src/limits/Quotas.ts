@@ -32,6 +32,8 @@ export interface Demand {
   readonly outputTokens: number
   /** False when the client set no cap: the reservation is then lowered to the output limit rather than refused. */
   readonly outputCapped: boolean
+  /** The request field the client set its cap in, named when the cap can never fit; `max_tokens` when not given. */
+  readonly outputField?: string | undefined
   /** The most the request can cost, in nano-USD. */
   readonly costNanoUsd: number
 }
@@ -144,11 +146,11 @@ export const amountsOf = (
       })
     }
     if (limits.outputTokensPerMinute !== undefined && amounts.outputTokens > limits.outputTokensPerMinute) {
+      const field = demand.outputField ?? "max_tokens"
       return new GatewayError.InvalidRequest({
-        message: `max_tokens (${amounts.outputTokens}) is more than ${
-          whose(scope)
-        } limit of ${limits.outputTokensPerMinute} output tokens per minute: this request can never be served; lower max_tokens`,
-        param: "max_tokens"
+        message: `${field} (${amounts.outputTokens}) is more than ${whose(scope)} limit of ` +
+          `${limits.outputTokensPerMinute} output tokens per minute: this request can never be served; lower ${field}`,
+        param: field
       })
     }
     const budget = limits.budget
@@ -275,13 +277,15 @@ const outputAt = (attempt: Attempt, maxTokens: number | undefined): number =>
 
 /**
  * The demand of a planned request: its estimated prompt, and the largest output cap and cost of its attempts (a
- * fallback may be dearer than the first choice). `output: false` for an API without output tokens (embeddings).
+ * fallback may be dearer than the first choice). `output: false` for an API without output tokens (embeddings);
+ * `outputField` the field the client's cap came in, when not `max_tokens` (`max_completion_tokens`,
+ * `max_output_tokens`).
  */
 export const demandOf = (
   attempts: ReadonlyArray<Attempt>,
   inputTokens: number,
   maxTokens: number | undefined,
-  options: { readonly output?: boolean } = {}
+  options: { readonly output?: boolean; readonly outputField?: string | undefined } = {}
 ): Demand => {
   const output = options.output !== false
   let outputTokens = 0
@@ -292,5 +296,11 @@ export const demandOf = (
     const cost = Cost.cost(attempt.endpoint.pricing, { input: inputTokens, output: out, cacheRead: 0, cacheWrite: 0 })
     costNanoUsd = Math.max(costNanoUsd, nanoUsdOf(cost) ?? 0)
   }
-  return { inputTokens, outputTokens, outputCapped: output && maxTokens !== undefined, costNanoUsd }
+  return {
+    inputTokens,
+    outputTokens,
+    outputCapped: output && maxTokens !== undefined,
+    outputField: options.outputField,
+    costNanoUsd
+  }
 }

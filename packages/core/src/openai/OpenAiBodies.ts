@@ -51,15 +51,20 @@ export const maxTokensOf = (api: OpenAiApi, body: JsonObject): number | undefine
   return typeof value === "number" ? value : undefined
 }
 
-/** The body with its output cap lowered to `maxTokens` (prefer, then clamp: see `RoutePlanner`). */
-export const clamp = (api: OpenAiApi, body: JsonObject, maxTokens: number): JsonObject => {
-  const field = api === "responses"
+/** The field a body's output cap is in, as `maxTokensOf` reads it: the one a clamp lowers and a refusal names. */
+export const maxTokensField = (
+  api: OpenAiApi,
+  body: JsonObject
+): "max_tokens" | "max_completion_tokens" | "max_output_tokens" =>
+  api === "responses"
     ? "max_output_tokens"
     : body.max_completion_tokens !== undefined && body.max_completion_tokens !== null
     ? "max_completion_tokens"
     : "max_tokens"
-  return Object.assign({}, body, { [field]: maxTokens })
-}
+
+/** The body with its output cap lowered to `maxTokens` (prefer, then clamp: see `RoutePlanner`). */
+export const clamp = (api: OpenAiApi, body: JsonObject, maxTokens: number): JsonObject =>
+  Object.assign({}, body, { [maxTokensField(api, body)]: maxTokens })
 
 const parts = (content: unknown): ReadonlyArray<JsonObject> =>
   Array.isArray(content) ? content.filter(Predicate.isRecord) : []

@@ -91,7 +91,8 @@ const responsesSchema = Schema.Struct({
   input: optional(oneOf({ string: Str, array: Schema.Array(Schema.Unknown) }, "a string or an array")),
   instructions: optional(nullable(Str)),
   stream: optional(nullable(Bool)),
-  max_output_tokens: optional(nullable(Int)),
+  // Under 1 a 400 as on chat: every provider refuses it, and a negative cap shrinks the budget reservation.
+  max_output_tokens: optional(nullable(integer(1))),
   tools: optional(nullable(arrayOf(AnyObject, "an array of tools"))),
   ...GatewayFields.fields,
   trace: optional(GatewayFields.Trace)

@@ -147,7 +147,8 @@ const create =
                 planning.steps.push(...route.steps)
                 const demand = () =>
                   Quotas.demandOf(route.attempts, requirements.estimatedPromptTokens ?? 0, requirements.maxTokens, {
-                    output: api !== "embeddings"
+                    output: api !== "embeddings",
+                    outputField: OpenAiBodies.maxTokensField(api, forwarded)
                   })
                 return Admission.admitted(ports.quotas, ports.usageLog, planning, demand, (execution) => {
                   const forwardOf = (from: JsonObject) => OpenAiBodies.forwardBody(api, from, stream)

@@ -190,6 +190,16 @@ describe("Quotas.amountsOf", () => {
     assert.strictEqual((Quotas.amountsOf(scopes, demand({ outputTokens: 1000 })) as Limits.Amounts).outputTokens, 1000)
     const never = Quotas.amountsOf(scopes, demand({ outputTokens: 1001 }))
     assert.strictEqual((never as { _tag: string })._tag, "InvalidRequest")
+    assert.strictEqual((never as { param: string }).param, "max_tokens")
+  })
+
+  it("names the field the client set its cap in, when it can never fit", () => {
+    const never = Quotas.amountsOf(scopes, demand({ outputTokens: 1001, outputField: "max_output_tokens" }))
+    assert.strictEqual((never as { param: string }).param, "max_output_tokens")
+    assert.match(
+      (never as { message: string }).message,
+      /^max_output_tokens \(1001\) is more than .*lower max_output_tokens$/
+    )
   })
 
   it("an output cap the client did not set is lowered to the limit", () => {
