@@ -5,7 +5,7 @@
  * parsed. A malformed event is refused either way.
  */
 import { afterEach, describe, expect, it } from "@effect/vitest"
-import { type Catalogue, type Upstream, Wire } from "@model-gateway/core"
+import { type Catalogue, JsonSource, type Upstream, Wire } from "@model-gateway/core"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -127,4 +127,128 @@ describe("AnthropicUpstream.streamMessage", () => {
       const exit = yield* Effect.exit(events(stream.slice(0, 5), true))
       expect(Exit.isFailure(exit) && String(exit.cause)).toContain("ended before message_stop")
     }))
+})
+
+/** What a recording server received: each request's headers and body text. */
+interface Received {
+  readonly headers: Record<string, string | Array<string> | undefined>
+  readonly text: string
+}
+
+const messageJson = JSON.stringify({
+  id: "msg_1",
+  type: "message",
+  role: "assistant",
+  model: "claude-up",
+  content: [{ type: "text", text: "hi" }],
+  stop_reason: "end_turn",
+  stop_sequence: null,
+  usage: { input_tokens: 3, output_tokens: 1 }
+})
+
+/** A server recording every request, answering a message, or its stream when the body asks for one. */
+const recording = Effect.promise(async () => {
+  const received: Array<Received> = []
+  const server = createServer((req, res) => {
+    const parts: Array<Buffer> = []
+    req.on("data", (part: Buffer) => parts.push(part))
+    req.on("end", () => {
+      const text = Buffer.concat(parts).toString("utf8")
+      received.push({ headers: req.headers, text })
+      if ((JSON.parse(text) as { stream?: unknown }).stream === true) {
+        res.writeHead(200, { "content-type": "text/event-stream" })
+        res.end(stream.join(""))
+      } else {
+        res.writeHead(200, { "content-type": "application/json" })
+        res.end(messageJson)
+      }
+    })
+  })
+  servers.push(server)
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  return { baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, received }
+})
+
+/** Sends one call, created or streamed to its end, and gives the body the server received. */
+const sent = (body: Wire.JsonObject, options: { readonly stream: boolean; readonly limit?: number }) =>
+  Effect.gen(function*() {
+    const { baseUrl, received } = yield* recording
+    const upstream = yield* AnthropicUpstream.make({ baseUrl, apiKey: "k" })
+    const call: Upstream.MessagesCall = {
+      endpoint: { ...endpoint, maxCompletionTokens: options.limit },
+      body,
+      headers: {}
+    }
+    if (options.stream) {
+      const pull = yield* upstream.streamMessage(call)
+      while ((yield* pull) !== undefined) {
+        // read to the end
+      }
+    } else {
+      yield* upstream.createMessage(call)
+    }
+    return received[0]!.text
+  }).pipe(Effect.scoped)
+
+/** A body parsed from `text` as the HTTP edge parses one of 4 KiB or more: its bytes recorded as its source. */
+const parsedLarge = (text: string): Wire.JsonObject => {
+  const bytes = new Uint8Array(Buffer.from(text))
+  const body = JSON.parse(text) as Wire.JsonObject
+  JsonSource.record(body, bytes)
+  return body
+}
+
+describe("AnthropicUpstream: the output cap (Anthropic requires max_tokens, the spec leaves it optional)", () => {
+  const small = { model: "claude-up", messages: [{ role: "user", content: "hi" }] }
+
+  it.effect.each([false, true])(
+    "sends the default 4096 when the call sets none (stream %s)",
+    (stream) =>
+      Effect.gen(function*() {
+        const text = yield* sent(small, { stream })
+        expect(JSON.parse(text)).toEqual({ ...small, max_tokens: 4096, stream })
+      })
+  )
+
+  it.effect.each([false, true])(
+    "sends the endpoint's own limit instead, where it is known (stream %s)",
+    (stream) =>
+      Effect.gen(function*() {
+        expect(JSON.parse(yield* sent(small, { stream, limit: 1000 })).max_tokens).toBe(1000)
+        expect(JSON.parse(yield* sent(small, { stream, limit: 64000 })).max_tokens).toBe(64000)
+      })
+  )
+
+  it.effect.each([false, true])("sends the call's own cap as it is (stream %s)", (stream) =>
+    Effect.gen(function*() {
+      expect(JSON.parse(yield* sent({ ...small, max_tokens: 9000 }, { stream, limit: 1000 })).max_tokens).toBe(9000)
+    }))
+
+  it.effect.each([false, true])(
+    "splices the default into a large body sent as the client's bytes (stream %s)",
+    (stream) =>
+      Effect.gen(function*() {
+        const messages = `[{"role":"user","content":"${"x".repeat(JsonSource.MIN_BYTES)}"}]`
+        const body = parsedLarge(`{ "model" : "claude-up",\n  "temperature": 1.0, "messages": ${messages} }`)
+        const text = yield* sent(body, { stream })
+        expect(text).toContain(`"model" : "claude-up"`)
+        expect(text).toContain(`"temperature": 1.0`)
+        expect(text).toContain(`"messages": ${messages}`)
+        expect(JSON.parse(text)).toEqual({ ...body, max_tokens: 4096, stream })
+      })
+  )
+
+  it.effect("gives a chat request translated for it the same cap: the endpoint's limit, or 4096", () =>
+    Effect.gen(function*() {
+      const { baseUrl, received } = yield* recording
+      const upstream = yield* AnthropicUpstream.make({ baseUrl, apiKey: "k" })
+      for (const limit of [undefined, 1000, 64000]) {
+        yield* upstream.createOpenAi!({
+          api: "chat",
+          endpoint: { ...endpoint, maxCompletionTokens: limit },
+          body: { model: "claude-up", messages: [{ role: "user", content: "hi" }] }
+        })
+      }
+      expect(received.map((r) => JSON.parse(r.text).max_tokens)).toEqual([4096, 1000, 64000])
+    }).pipe(Effect.scoped))
 })

@@ -15,7 +15,19 @@ let h: Harness
 let client: Anthropic
 
 beforeAll(async () => {
-  h = await startHarness()
+  h = await startHarness({
+    models: {
+      // An endpoint that allows fewer output tokens than the default cap.
+      "anthro/short": {
+        endpoints: [{
+          provider: "anthro",
+          upstreamModel: "claude-short",
+          pricing: { prompt: "0.000003", completion: "0.000015" },
+          maxCompletionTokens: 1000
+        }]
+      }
+    }
+  })
   client = new Anthropic({ baseURL: h.url, apiKey: KEY, maxRetries: 0 })
 })
 afterAll(() => h.close())
@@ -588,6 +600,74 @@ describe("translated for an OpenAI-protocol upstream", () => {
     expect(sent.status).toBe(200)
     expect(h.openai.requests.at(-1)!.body).toMatchObject({ temperature: 0.5 })
     expect(h.openai.requests.at(-1)!.body).not.toHaveProperty("top_k")
+  })
+})
+
+describe("a request without max_tokens (optional in spec 2.1, required by Anthropic's API)", () => {
+  // The fake refuses a request without max_tokens as Anthropic does (400 "max_tokens: Field required"): the gateway
+  // gives it the default the limits reserve, 4096 or an endpoint's lower limit, spliced into a large body.
+  const conversation = (size: number) =>
+    `[{"role":"user","content":[{"type":"text","text":"Summarise \\u2014 \\"briefly\\""}]},\n` +
+    `    {"role":"assistant","content":"Which file?"},\n` +
+    `    {"role":"user","content":${JSON.stringify(`${"y".repeat(size)} end`)}}]`
+  const bodyOf = (model: string, stream: boolean, size: number) =>
+    `{\n  "model": "${model}",\n  "temperature": 1.0,\n  "future_field": {"big": 12345678901234567890},\n` +
+    `  "messages": ${conversation(size)},\n  "session_id": "s-1",\n  "stream": ${stream}\n}`
+
+  it.each([
+    [false, 10, "anthro/claude", 4096],
+    [true, 10, "anthro/claude", 4096],
+    [false, 6000, "anthro/claude", 4096],
+    [true, 6000, "anthro/claude", 4096],
+    [false, 150_000, "anthro/claude", 4096],
+    [true, 150_000, "anthro/claude", 4096],
+    [false, 10, "anthro/short", 1000],
+    [true, 6000, "anthro/short", 1000]
+  ])(
+    "sends an Anthropic upstream a default cap (stream %s, %i characters, %s: %i)",
+    async (stream, size, model, cap) => {
+      const text = bodyOf(model, stream, size)
+      expect(Buffer.byteLength(text) >= 4096).toBe(size >= 6000)
+      const response = await post(h, text)
+      expect(response.status).toBe(200)
+      if (stream) {
+        const events = await readEvents(response)
+        expect(events.at(-1)!.event).toBe("message_stop")
+        expect(events.find((e) => e.event === "content_block_delta")).toBeDefined()
+      } else {
+        expect((await json(response)).content[0].text).toMatch(/^Echo: /)
+      }
+      const received = h.anthropic.requests.at(-1)!
+      expect(received.body.max_tokens).toBe(cap)
+      expect(received.body.stream).toBe(stream)
+      expect(received.body).not.toHaveProperty("session_id")
+      expect(received.body.messages).toEqual(JSON.parse(conversation(size)))
+      if (size >= 6000) {
+        // Spliced: what the gateway did not change arrives as the client wrote it.
+        expect(received.text).toContain(`"messages": ${conversation(size)}`)
+        expect(received.text).toContain(`"temperature": 1.0`)
+        expect(received.text).toContain(`"future_field": {"big": 12345678901234567890}`)
+      }
+    }
+  )
+
+  it.each([false, true])("sends an OpenAI-protocol upstream no cap (stream %s)", async (stream) => {
+    const response = await post(h, { model: "acme/gpt", stream, messages: [{ role: "user", content: "hello" }] })
+    expect(response.status).toBe(200)
+    await response.text()
+    const received = h.openai.requests.at(-1)!
+    expect(received.body).not.toHaveProperty("max_tokens")
+    expect(received.body).not.toHaveProperty("max_completion_tokens")
+  })
+
+  it("answers with the Anthropic SDK, which types max_tokens as required but sends what it is given", async () => {
+    const message = await client.messages.create(
+      { model: "anthro/claude", messages: [{ role: "user", content: "hello" }] } as unknown as Parameters<
+        typeof client.messages.create
+      >[0]
+    ) as Anthropic.Message
+    expect(message.content[0]).toMatchObject({ type: "text", text: "Echo: hello" })
+    expect(h.anthropic.requests.at(-1)!.body.max_tokens).toBe(4096)
   })
 })
 

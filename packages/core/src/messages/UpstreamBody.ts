@@ -16,6 +16,7 @@ import { UpstreamError } from "../upstream/Upstream.js"
 import type * as Conversation from "./Conversation.js"
 import * as JsonSource from "./JsonSource.js"
 import type * as MessagesRequest from "./MessagesRequest.js"
+import * as OutputCap from "./OutputCap.js"
 import type { JsonObject, Message } from "./Wire.js"
 import { withField } from "./Wire.js"
 
@@ -78,30 +79,14 @@ export const estimatePromptTokens = (
   return ContextCompression.estimateTokens({ system: body.system, messages: body.messages, tools: body.tools })
 }
 
-/** The smallest thinking budget Anthropic accepts. */
-const MIN_THINKING_BUDGET = 1024
-
 /**
- * The body with `max_tokens` clamped to an endpoint's limit (prefer, then clamp: see `RoutePlanner`), and a thinking
- * budget kept below it, as Anthropic requires. A budget that no longer fits keeps its share of the cap the client
- * asked for (16,000 of 32,000 lowered to 8,192: 4,096), so that the answer keeps its share too, rather than all but
- * one token going to thinking; thinking is turned off when less than its minimum budget would remain.
+ * The body an attempt's endpoint receives: its model id, and its own `max_tokens` when the plan clamped it (prefer,
+ * then clamp: see `RoutePlanner`). Without a cap it is left without one: an adapter whose protocol requires a cap adds
+ * the default (`OutputCap.withDefault`), which the limits reserve.
  */
-export const clampMaxTokens = (body: JsonObject, maxTokens: number): JsonObject => {
-  const out = withField(body, "max_tokens", maxTokens)
-  const thinking = body.thinking as JsonObject | null | undefined
-  const budget = thinking?.budget_tokens
-  if (thinking?.type !== "enabled" || typeof budget !== "number" || budget < maxTokens) return out
-  if (maxTokens - 1 < MIN_THINKING_BUDGET) return withField(out, "thinking", { type: "disabled" })
-  const asked = typeof body.max_tokens === "number" && body.max_tokens > budget ? body.max_tokens : budget + 1
-  const kept = Math.min(maxTokens - 1, Math.max(MIN_THINKING_BUDGET, Math.floor(budget * maxTokens / asked)))
-  return withField(out, "thinking", { ...thinking, budget_tokens: kept })
-}
-
-/** The body an attempt's endpoint receives: its model id, and its own `max_tokens` when the plan clamped it. */
 const endpointBody = (body: JsonObject, attempt: Attempt): JsonObject => {
   const out = withField(body, "model", attempt.endpoint.upstreamModel)
-  return attempt.maxTokens === undefined ? out : clampMaxTokens(out, attempt.maxTokens)
+  return attempt.maxTokens === undefined ? out : OutputCap.withMaxTokens(out, attempt.maxTokens)
 }
 
 /** How the attempts of one request call their upstream. */

@@ -4,7 +4,7 @@
  * `chat.completion.chunk`s as each event arrives (`ChatAnswer`). Other OpenAI-protocol APIs (embeddings, responses)
  * are `unsupported` here, so the executor tries the next endpoint.
  */
-import { Upstream, type Wire } from "@model-gateway/core"
+import { OutputCap, Upstream, type Wire } from "@model-gateway/core"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -26,9 +26,6 @@ export interface MessagesCalls {
  */
 export const APIS: ReadonlyArray<string> = ["messages", "chat"]
 
-/** The cap sent when neither the client nor the endpoint gives one: Anthropic requires `max_tokens`. */
-const DEFAULT_MAX_TOKENS = 4096
-
 const unsupported = (call: Upstream.OpenAiCall) =>
   new Upstream.UpstreamError({
     kind: "unsupported",
@@ -48,7 +45,8 @@ const translated = (call: Upstream.OpenAiCall, stream: boolean) =>
     ChatTranslate.toMessagesRequest(call.body, {
       upstreamModel: call.endpoint.upstreamModel,
       stream,
-      defaultMaxTokens: call.endpoint.maxCompletionTokens ?? DEFAULT_MAX_TOKENS
+      // Anthropic requires `max_tokens`: without the client's, the default the limits reserve.
+      defaultMaxTokens: OutputCap.defaultFor(call.endpoint)
     }),
     (body): Upstream.MessagesCall => ({
       endpoint: call.endpoint,

@@ -1,10 +1,9 @@
 /**
  * The Anthropic Messages adapter: forwards the request as the client sent it (only the model id is
- * the endpoint's upstream id) and passes the answer and every stream event through faithfully —
+ * the endpoint's upstream id, and a request without `max_tokens` is given the default one) and passes the answer and every stream event through faithfully —
  * thinking and signatures, tool_use, server tool blocks, citations, cache usage fields.
  */
-import { Wire } from "@model-gateway/core"
-import { Upstream } from "@model-gateway/core"
+import { OutputCap, Upstream, Wire } from "@model-gateway/core"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import { type EventDecoder, openEventStream } from "../internal/EventStream.js"
@@ -110,6 +109,14 @@ const eventDecoder = (passThrough: boolean): EventDecoder<Wire.StreamEvent> => {
   }
 }
 
+/**
+ * The body a create or stream call sends: the caller's, with its `stream` flag, and the endpoint's default cap when it
+ * sets none (Anthropic's API refuses a request without `max_tokens`, which the spec leaves optional). Both derived with
+ * `Wire.withField`: a large body is still sent as the client's bytes, with these fields spliced in.
+ */
+const messageBody = (call: Upstream.MessagesCall, stream: boolean): Wire.JsonObject =>
+  Wire.withField(OutputCap.withDefault(call.body, call.endpoint), "stream", stream)
+
 /** The APIs the adapter serves (the Messages API, and chat completions translated); it refuses the others. */
 export const apis: ReadonlyArray<string> = AnthropicChat.APIS
 
@@ -137,7 +144,7 @@ export const make = (options: AnthropicOptions): Effect.Effect<Upstream.Upstream
         url,
         headers: headersFor(call, false),
         body: () => {
-          const text = JsonBody.encode(Wire.withField(call.body, "stream", false))
+          const text = JsonBody.encode(messageBody(call, false))
           // The body is read no more: its conversation may go (see `MessagesCall.bodyMade`).
           call.bodyMade?.()
           return text
@@ -149,7 +156,7 @@ export const make = (options: AnthropicOptions): Effect.Effect<Upstream.Upstream
 
     // Events are decoded as each network read arrives, with no Effect per event (see EventStream.openEventStream).
     const streamMessage = (call: Upstream.MessagesCall): Effect.Effect<Upstream.EventPull, never, Scope.Scope> => {
-      const body = JsonBody.encode(Wire.withField(call.body, "stream", true))
+      const body = JsonBody.encode(messageBody(call, true))
       call.bodyMade?.()
       return openEventStream(transport, {
         url,
