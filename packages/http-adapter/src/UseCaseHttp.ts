@@ -33,7 +33,8 @@ export const contextOf = <R>(request: RouteTable.AuthenticatedRequest<R>): Messa
     metadata: RequestHeaders.wantsMetadata(headers),
     headers: {
       anthropicVersion: header(headers, "anthropic-version"),
-      anthropicBeta: header(headers, "anthropic-beta")
+      anthropicBeta: header(headers, "anthropic-beta"),
+      openaiBeta: header(headers, "openai-beta")
     },
     app: RequestHeaders.app(headers),
     progress: request.request.progress

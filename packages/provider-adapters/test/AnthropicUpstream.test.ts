@@ -246,7 +246,8 @@ describe("AnthropicUpstream: the output cap (Anthropic requires max_tokens, the 
         yield* upstream.createOpenAi!({
           api: "chat",
           endpoint: { ...endpoint, maxCompletionTokens: limit },
-          body: { model: "claude-up", messages: [{ role: "user", content: "hi" }] }
+          body: { model: "claude-up", messages: [{ role: "user", content: "hi" }] },
+          headers: {}
         })
       }
       expect(received.map((r) => JSON.parse(r.text).max_tokens)).toEqual([4096, 1000, 64000])

@@ -540,6 +540,42 @@ describe("forwarding", () => {
     expect(received.headers["x-api-key"]).toBe("sk-upstream-anthropic")
   })
 
+  it("forwards each provider's own beta header to an endpoint of its protocol, and no other client header", async () => {
+    const headers = {
+      "anthropic-beta": "context-1m-2025-08-07",
+      "openai-beta": "assistants=v2",
+      cookie: "session=secret",
+      "x-forwarded-for": "203.0.113.7",
+      "x-custom-header": "private"
+    }
+    for (const stream of [false, true]) {
+      for (const model of ["anthro/claude", "acme/gpt"]) {
+        const response = await post(
+          h,
+          { model, max_tokens: 20, stream, messages: [{ role: "user", content: "hi" }] },
+          headers
+        )
+        expect(response.status).toBe(200)
+        await response.text()
+      }
+    }
+    expect(h.anthropic.requests).toHaveLength(2)
+    expect(h.openai.requests).toHaveLength(2)
+    for (const received of h.anthropic.requests) {
+      expect(received.headers["anthropic-beta"]).toBe("context-1m-2025-08-07")
+      expect(received.headers).not.toHaveProperty("openai-beta")
+    }
+    for (const received of h.openai.requests) {
+      expect(received.headers["openai-beta"]).toBe("assistants=v2")
+      expect(received.headers).not.toHaveProperty("anthropic-beta")
+    }
+    for (const received of [...h.anthropic.requests, ...h.openai.requests]) {
+      for (const name of ["cookie", "x-forwarded-for", "x-custom-header"]) {
+        expect(received.headers).not.toHaveProperty(name)
+      }
+    }
+  })
+
   // A coding agent's conversation is sent as its bytes, not serialised again (JsonBody): what the gateway did not
   // change arrives exactly as the client wrote it, its spacing and number forms included.
   // From 64 KiB a body is parsed in pieces (JsonText): 6,000 and 150,000 characters of tool result cover both paths.

@@ -765,6 +765,103 @@ describe("embeddings and responses", () => {
   })
 })
 
+describe("beta headers (pitfall 12)", () => {
+  // Each provider's own beta header reaches an endpoint of that protocol, as anthropic-beta does on /v1/messages; no
+  // other client header does (cookies, tracing, x-forwarded-*, the SDK's own x-stainless-*).
+  const others = {
+    cookie: "session=secret",
+    traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+    "x-forwarded-for": "203.0.113.7",
+    "x-custom-header": "private"
+  }
+  const beta = { "OpenAI-Beta": "assistants=v2", "anthropic-beta": "context-1m-2025-08-07" }
+  const headers = { ...beta, ...others }
+
+  const forwardsNothingElse = (received: Record<string, unknown>) => {
+    for (const name of [...Object.keys(others), "x-stainless-lang", "x-stainless-retry-count"]) {
+      expect(received).not.toHaveProperty(name)
+    }
+  }
+
+  it("forwards OpenAI-Beta to an OpenAI-compatible endpoint on chat completions, JSON and streamed", async () => {
+    const completion = await client.chat.completions.create({
+      model: "acme/gpt",
+      messages: [{ role: "user", content: "hello" }]
+    }, { headers })
+    expect(completion.choices[0].message.content).toBe("Echo: hello")
+    const runner = client.chat.completions.stream({ model: "acme/gpt", messages: [{ role: "user", content: "hi" }] }, {
+      headers
+    })
+    expect((await runner.finalChatCompletion()).choices[0].message.content).toBe("Echo: hi")
+    expect(h.openai.requests).toHaveLength(2)
+    for (const received of h.openai.requests) {
+      expect(received.path).toBe("/v1/chat/completions")
+      expect(received.headers["openai-beta"]).toBe("assistants=v2")
+      expect(received.headers).not.toHaveProperty("anthropic-beta")
+      expect(received.headers.authorization).toBe("Bearer sk-upstream-openai")
+      forwardsNothingElse(received.headers)
+    }
+  })
+
+  it("forwards OpenAI-Beta on responses, JSON and streamed, and on embeddings", async () => {
+    const response = await client.responses.create({ model: "acme/gpt", input: "tell me" }, { headers })
+    expect(response.output_text).toBe("Echo: tell me")
+    const stream = await client.responses.create({ model: "acme/gpt", input: "stream it", stream: true }, { headers })
+    for await (const _ of stream) {
+      // read to the end
+    }
+    const embedded = await client.embeddings.create({ model: "acme/gpt", input: "embed me" }, { headers })
+    expect(embedded.data).toHaveLength(1)
+    expect(h.openai.requests.map((r) => r.path)).toEqual(["/v1/responses", "/v1/responses", "/v1/embeddings"])
+    for (const received of h.openai.requests) {
+      expect(received.headers["openai-beta"]).toBe("assistants=v2")
+      expect(received.headers).not.toHaveProperty("anthropic-beta")
+      forwardsNothingElse(received.headers)
+    }
+  })
+
+  it("forwards a client's defaultHeaders as well", async () => {
+    const betaClient = new OpenAI({
+      baseURL: `${h.url}/v1`,
+      apiKey: KEY,
+      maxRetries: 0,
+      defaultHeaders: { "OpenAI-Beta": "responses=v1" }
+    })
+    await betaClient.chat.completions.create({ model: "acme/gpt", messages: [{ role: "user", content: "hello" }] })
+    expect(h.openai.requests.at(-1)!.headers["openai-beta"]).toBe("responses=v1")
+  })
+
+  it("forwards anthropic-beta to an Anthropic endpoint serving chat completions, JSON and streamed", async () => {
+    const completion = await client.chat.completions.create({
+      model: "anthro/claude",
+      messages: [{ role: "user", content: "hello" }]
+    }, { headers: { ...headers, "anthropic-version": "2099-01-01" } })
+    expect(completion.choices[0].message.content).toBe("Echo: hello")
+    const runner = client.chat.completions.stream({
+      model: "anthro/claude",
+      messages: [{ role: "user", content: "hi" }]
+    }, { headers })
+    expect((await runner.finalChatCompletion()).choices[0].message.content).toBe("Echo: hi")
+    expect(h.anthropic.requests).toHaveLength(2)
+    for (const received of h.anthropic.requests) {
+      expect(received.path).toBe("/v1/messages")
+      expect(received.headers["anthropic-beta"]).toBe("context-1m-2025-08-07")
+      expect(received.headers).not.toHaveProperty("openai-beta")
+      // The translation decides the request's shape: the adapter's version, not the client's.
+      expect(received.headers["anthropic-version"]).toBe("2023-06-01")
+      expect(received.headers["x-api-key"]).toBe("sk-upstream-anthropic")
+      forwardsNothingElse(received.headers)
+    }
+  })
+
+  it("sends no beta header when the client sent none", async () => {
+    await client.chat.completions.create({ model: "acme/gpt", messages: [{ role: "user", content: "hello" }] })
+    await client.chat.completions.create({ model: "anthro/claude", messages: [{ role: "user", content: "hello" }] })
+    expect(h.openai.requests.at(-1)!.headers).not.toHaveProperty("openai-beta")
+    expect(h.anthropic.requests.at(-1)!.headers).not.toHaveProperty("anthropic-beta")
+  })
+})
+
 describe("fallbacks and errors", () => {
   it("falls back from a failing endpoint to the next model, JSON and streamed", async () => {
     h.anthropic.script({ kind: "status", status: 529 }, { kind: "status", status: 529 })

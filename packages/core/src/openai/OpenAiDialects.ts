@@ -13,7 +13,7 @@ import * as UntoldUsage from "../execution/UntoldUsage.js"
 import type { JsonObject } from "../messages/Wire.js"
 import type * as Cost from "../pricing/Cost.js"
 import type { Attempt } from "../routing/RoutePlanner.js"
-import { type OpenAiApi, UpstreamError, type UpstreamService } from "../upstream/Upstream.js"
+import { type ForwardHeaders, type OpenAiApi, UpstreamError, type UpstreamService } from "../upstream/Upstream.js"
 import * as ChunkTemplate from "./ChunkTemplate.js"
 import * as OpenAiUsage from "./OpenAiUsage.js"
 import * as ToldUsage from "./ToldUsage.js"
@@ -23,6 +23,8 @@ export interface Calls {
   readonly upstream: UpstreamService
   readonly api: OpenAiApi
   readonly bodyFor: (attempt: Attempt) => JsonObject
+  /** The client's headers an upstream of their protocol receives (its beta flags). */
+  readonly headers: ForwardHeaders
   /** Passed on to each call (see `OpenAiCall.bodyMade`). */
   readonly bodyMade?: (() => void) | undefined
 }
@@ -30,15 +32,15 @@ export interface Calls {
 const cannot = (api: OpenAiApi) =>
   new UpstreamError({ kind: "unsupported", message: `the configured upstream adapter cannot serve the ${api} API` })
 
-const json = ({ api, bodyFor, bodyMade, upstream }: Calls) => (attempt: Attempt) =>
+const json = ({ api, bodyFor, bodyMade, headers, upstream }: Calls) => (attempt: Attempt) =>
   upstream.createOpenAi === undefined
     ? Effect.fail(cannot(api))
-    : upstream.createOpenAi({ api, endpoint: attempt.endpoint, body: bodyFor(attempt), bodyMade })
+    : upstream.createOpenAi({ api, endpoint: attempt.endpoint, body: bodyFor(attempt), headers, bodyMade })
 
-const open = ({ api, bodyFor, bodyMade, upstream }: Calls) => (attempt: Attempt) =>
+const open = ({ api, bodyFor, bodyMade, headers, upstream }: Calls) => (attempt: Attempt) =>
   upstream.streamOpenAi === undefined
     ? Effect.fail(cannot(api))
-    : upstream.streamOpenAi({ api, endpoint: attempt.endpoint, body: bodyFor(attempt), bodyMade })
+    : upstream.streamOpenAi({ api, endpoint: attempt.endpoint, body: bodyFor(attempt), headers, bodyMade })
 
 const usageOf = (answer: JsonObject): JsonObject | undefined =>
   Predicate.isRecord(answer.usage) ? answer.usage as JsonObject : undefined

@@ -165,6 +165,7 @@ const create =
                       const out = withField(from, "model", attempt.endpoint.upstreamModel)
                       return attempt.maxTokens === undefined ? out : OpenAiBodies.clamp(api, out, attempt.maxTokens)
                     },
+                    headers: context.headers,
                     bodyMade: conversation?.made
                   }
                   const dialect = api === "chat"

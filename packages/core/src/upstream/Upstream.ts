@@ -90,10 +90,18 @@ export const nextAttempt = (
   }
 }
 
-/** Client headers that matter to an Anthropic upstream. */
+/**
+ * The client's headers an upstream receives, each only by an upstream of its provider's protocol: Anthropic's version
+ * and beta flags, OpenAI's beta flags. No other client header is forwarded (cookies, tracing, `x-forwarded-*`: see
+ * docs/decisions.md).
+ */
 export interface ForwardHeaders {
+  /** `anthropic-version`. */
   readonly anthropicVersion?: string | undefined
+  /** `anthropic-beta`. */
   readonly anthropicBeta?: string | undefined
+  /** `openai-beta` (`OpenAI-Beta`). */
+  readonly openaiBeta?: string | undefined
 }
 
 /** One call: which endpoint, and the Anthropic-shaped body (model already the upstream's id). */
@@ -134,6 +142,8 @@ export interface OpenAiCall {
   readonly api: OpenAiApi
   readonly endpoint: Endpoint
   readonly body: JsonObject
+  /** The client's headers an upstream of their protocol receives (`ForwardHeaders`). */
+  readonly headers: ForwardHeaders
   /** As `MessagesCall.bodyMade`: the adapter has made its request's text from `body` and will read it no more. */
   readonly bodyMade?: (() => void) | undefined
 }

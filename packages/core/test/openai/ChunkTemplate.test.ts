@@ -21,7 +21,7 @@ const context = (): FrameContext => ({
 })
 
 const framesOf = (includeUsage: boolean) =>
-  OpenAiDialects.chat({ upstream: {} as never, api: "chat", bodyFor: () => ({}) }, { includeUsage }).frames
+  OpenAiDialects.chat({ upstream: {} as never, api: "chat", bodyFor: () => ({}), headers: {} }, { includeUsage }).frames
 
 /** Any string, quotes, backslashes, control characters and astral characters included. */
 const text = fc.string({ unit: "binary", maxLength: 40 })

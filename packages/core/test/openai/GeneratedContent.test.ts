@@ -18,7 +18,7 @@ const contextOf = (state: StreamState): FrameContext => ({
   requestId: "req_1"
 })
 
-const calls = { upstream: {} as never, api: "chat" as const, bodyFor: () => ({}) }
+const calls = { upstream: {} as never, api: "chat" as const, bodyFor: () => ({}), headers: {} }
 
 /** The characters counted over `events`, framed in order by `frames`. */
 const counted = (frames: { frame: (e: JsonObject, c: FrameContext) => string }, events: ReadonlyArray<JsonObject>) => {

@@ -32,6 +32,16 @@ const unsupported = (call: Upstream.OpenAiCall) =>
     message: `an Anthropic-protocol provider cannot serve the OpenAI ${call.api} API`
   })
 
+const NO_HEADERS: Upstream.ForwardHeaders = {}
+
+/**
+ * The client's headers the translated call forwards: its `anthropic-beta` (features such as a longer context), not its
+ * `anthropic-version`: the translation, not the client, decides the shape of the Messages request, so the adapter's
+ * own version is sent.
+ */
+const forwarded = (call: Upstream.OpenAiCall): Upstream.ForwardHeaders =>
+  call.headers.anthropicBeta === undefined ? NO_HEADERS : { anthropicBeta: call.headers.anthropicBeta }
+
 /** The arrays of a translated request that hold its conversation: made by the translation, shared with nothing. */
 const CONVERSATION = ["messages", "tools", "system"] as const
 
@@ -51,7 +61,7 @@ const translated = (call: Upstream.OpenAiCall, stream: boolean) =>
     (body): Upstream.MessagesCall => ({
       endpoint: call.endpoint,
       body,
-      headers: {},
+      headers: forwarded(call),
       bodyMade: () => {
         for (const key of CONVERSATION) {
           const value = body[key]

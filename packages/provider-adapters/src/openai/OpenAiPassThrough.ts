@@ -1,7 +1,8 @@
 /**
  * OpenAI-protocol calls passed through to an OpenAI-compatible provider: the client's body (gateway fields already
  * stripped, the model id the endpoint's) is sent as it is, and the answer comes back as it is, JSON or each event's
- * parsed `data` as it arrives. Only the output-cap field is renamed when the endpoint takes the other one.
+ * parsed `data` as it arrives. Only the output-cap field is renamed when the endpoint takes the other one. Of the
+ * client's headers, only `openai-beta` is sent (`withBeta`).
  */
 import { ChunkTemplate, JsonSource, Upstream } from "@model-gateway/core"
 import type { Wire } from "@model-gateway/core"
@@ -30,6 +31,21 @@ const describeError = (body: unknown, text: string) => {
     message: typeof error?.message === "string" ? error.message : excerpt(text, "upstream error"),
     type: typeof error?.type === "string" ? error.type : undefined
   }
+}
+
+/**
+ * The provider's headers, with the client's `openai-beta` when it sent one (the one client header an OpenAI-protocol
+ * upstream receives: see `Upstream.ForwardHeaders`). The shared object as it is otherwise: nothing is copied per call.
+ */
+export const withBeta = (
+  headers: Record<string, string>,
+  forwarded: Upstream.ForwardHeaders
+): Record<string, string> => {
+  if (forwarded.openaiBeta === undefined) return headers
+  // Object.assign, not `{ ...headers }` plus a key: objects built by spread and then given keys are slow on V8 11.
+  const out: Record<string, string> = Object.assign({}, headers)
+  out["openai-beta"] = forwarded.openaiBeta
+  return out
 }
 
 const malformed = new Upstream.UpstreamError({ kind: "transport", message: "upstream sent a malformed event" })
@@ -106,7 +122,7 @@ export const make = (transport: Transport, options: PassThroughOptions) => {
   const createOpenAi = (call: Upstream.OpenAiCall): Effect.Effect<Wire.JsonObject, Upstream.UpstreamError> =>
     postJson(transport, {
       url: urlOf(call),
-      headers: options.headers,
+      headers: withBeta(options.headers, call.headers),
       body: () => textOf(call),
       stream: false,
       describeError,
@@ -123,7 +139,7 @@ export const make = (transport: Transport, options: PassThroughOptions) => {
     let template: ChunkTemplate.ChunkTemplate | undefined = undefined
     return openEventStream(transport, {
       url: urlOf(call),
-      headers: options.streamHeaders,
+      headers: withBeta(options.streamHeaders, call.headers),
       body: textOf(call),
       stream: true,
       describeError

@@ -166,7 +166,7 @@ export const make = (options: OpenAiOptions): Effect.Effect<Upstream.UpstreamSer
         let body: Wire.JsonObject | undefined = translated.right
         return postJson(transport, {
           url,
-          headers,
+          headers: OpenAiPassThrough.withBeta(headers, call.headers),
           body: () => {
             const text = JsonBody.encode(body!)
             body = undefined
@@ -193,7 +193,7 @@ export const make = (options: OpenAiOptions): Effect.Effect<Upstream.UpstreamSer
         return openTranslated(
           transport,
           url,
-          streamHeaders,
+          OpenAiPassThrough.withBeta(streamHeaders, call.headers),
           text,
           call.endpoint.upstreamModel,
           call.passThrough === true
