@@ -282,6 +282,34 @@ describe("RoutePlanner properties", () => {
     })
   })
 
+  it("serves says whether a plan of the request on the model alone is made (APIs, speech, strict max_tokens too)", () => {
+    const extras = fc.record({
+      api: fc.constantFrom(undefined, "messages", "chat", "responses", "embeddings"),
+      apis: fc.array(fc.option(fc.subarray(["messages", "chat", "embeddings"]), { nil: undefined }), {
+        minLength: 24,
+        maxLength: 24
+      }),
+      outputModalities: fc.constantFrom(undefined, ["text"], ["audio"], ["text", "audio"]),
+      strict: fc.boolean()
+    })
+    property(fc.tuple(scenarioArb, extras), ([s, x]) => {
+      let i = 0
+      const models = s.models.map((m): Model => ({
+        id: m.id,
+        name: m.id,
+        outputModalities: x.outputModalities,
+        maxTokensPolicy: x.strict ? "strict" : "clamp",
+        endpoints: m.endpoints.map((g) => ({ ...g.endpoint, apis: x.apis[i++] }))
+      }))
+      const snapshot = makeSnapshot(models)
+      const request = { requirements: { ...s.requirements, api: x.api }, provider: s.provider }
+      for (const model of models) {
+        const planned = RoutePlanner.plan({ ...request, model: model.id }, snapshot)
+        expect(RoutePlanner.serves(model, request)).toBe(Either.isRight(planned))
+      }
+    })
+  })
+
   it("only and ignore are honoured, ignoring case", () => {
     property(scenarioArb, (s) => {
       const result = run(s)

@@ -13,7 +13,7 @@ import * as Preflight from "../plugins/Preflight.js"
 import { enabledPlugins } from "../plugins/RequestPlugins.js"
 import * as GatewayFields from "../routing/GatewayFields.js"
 import type { PipelineStep } from "../routing/RoutePlanner.js"
-import { execute } from "./Execution.js"
+import { execute, routesOf } from "./Execution.js"
 import type { MessagesOutcome } from "./MessagesOutcome.js"
 import type { MessagesPorts } from "./MessagesPorts.js"
 import * as MessagesRequest from "./MessagesRequest.js"
@@ -38,7 +38,8 @@ export const create =
       const steps: Array<PipelineStep> = []
       const routed = (body: JsonObject) =>
         Effect.flatMap(ports.catalogue.snapshot, (snapshot) => {
-          const chosen = ModelChoice.chooseModel(ports, request, body, plugins, index, steps, snapshot)
+          const route = routesOf(ports, { body, plugins, request, context })
+          const chosen = ModelChoice.chooseModel(ports, request, body, plugins, index, steps, snapshot, route)
           if (Either.isLeft(chosen)) return refuse(ports, validated(context, started, clock, request), chosen.left)
           const run: Run = {
             context,

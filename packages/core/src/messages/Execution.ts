@@ -3,6 +3,7 @@
  * for a JSON answer or a stream.
  */
 import * as Effect from "effect/Effect"
+import type { Model } from "../catalogue/Catalogue.js"
 import type * as GatewayError from "../errors/GatewayError.js"
 import * as Admission from "../execution/Admission.js"
 import * as Attempts from "../execution/Attempts.js"
@@ -48,36 +49,68 @@ export type RoutedRun = Pick<Run, "body" | "modelId" | "plugins" | "request" | "
  */
 export const routeOf = (ports: Pick<MessagesPorts, "parser">, run: RoutedRun): RouteOf => {
   const { body, context, plugins, request, snapshot } = run
-  const parser = plugins["file-parser"] === undefined || plugins["file-parser"].pdf?.engine === "native"
-    ? undefined
-    : ports.parser
+  const parser = parserOf(ports, plugins)
   const compression = plugins["context-compression"] !== undefined
   const needs = UpstreamBody.requirements(request, body)
   const estimatedPromptTokens = compression
     ? undefined
     : UpstreamBody.estimatePromptTokens(body, context.bodyBytes, snapshot.models.get(run.modelId))
   return {
-    request: {
-      model: run.modelId,
-      models: request.models,
-      fallbacks: request.fallbacks,
-      provider: RoutePlanner.effectivePreferences(request.provider, request.route),
-      requirements: {
-        api: "messages",
-        tools: needs.tools,
-        images: needs.images,
-        maxTokens: needs.maxTokens,
-        documents: needs.documents && parser === undefined,
-        parameters: RoutePlanner.usedParameters(body),
-        estimatedPromptTokens
-      }
-    },
+    request: routeRequest(run, run.modelId, needs, parser, estimatedPromptTokens),
     needs,
     parser,
     compression,
     estimatedPromptTokens
   }
 }
+
+/**
+ * The route request of a run on each model a router may choose, as `routeOf` makes it for the one chosen. What does
+ * not depend on the model is read from the body once, on the first call (none when no router runs), and the close
+ * count of its tokens at most once, whichever models are near their context window.
+ */
+export const routesOf = (
+  ports: Pick<MessagesPorts, "parser">,
+  run: Omit<RoutedRun, "modelId" | "snapshot">
+): (model: Model) => RoutePlanner.RouteRequest => {
+  const { body, context, plugins, request } = run
+  let read: { readonly needs: RoutePlanner.Requirements; readonly parser: DocumentParserService | undefined }
+  let count: number | undefined
+  const counted = () => count ??= UpstreamBody.countPromptTokens(body)
+  return (model) => {
+    read ??= { needs: UpstreamBody.requirements(request, body), parser: parserOf(ports, plugins) }
+    const estimated = plugins["context-compression"] !== undefined
+      ? undefined
+      : UpstreamBody.estimatePromptTokens(body, context.bodyBytes, model, counted)
+    return routeRequest(run, model.id, read.needs, read.parser, estimated)
+  }
+}
+
+/** The parser of a run's documents: none unless the file-parser plugin asks for text (any engine but `native`). */
+const parserOf = (ports: Pick<MessagesPorts, "parser">, plugins: RoutedRun["plugins"]) =>
+  plugins["file-parser"] === undefined || plugins["file-parser"].pdf?.engine === "native" ? undefined : ports.parser
+
+const routeRequest = (
+  { body, request }: Pick<RoutedRun, "body" | "request">,
+  model: string,
+  needs: RoutePlanner.Requirements,
+  parser: DocumentParserService | undefined,
+  estimatedPromptTokens: number | undefined
+): RoutePlanner.RouteRequest => ({
+  model,
+  models: request.models,
+  fallbacks: request.fallbacks,
+  provider: RoutePlanner.effectivePreferences(request.provider, request.route),
+  requirements: {
+    api: "messages",
+    tools: needs.tools,
+    images: needs.images,
+    maxTokens: needs.maxTokens,
+    documents: needs.documents && parser === undefined,
+    parameters: RoutePlanner.usedParameters(body),
+    estimatedPromptTokens
+  }
+})
 
 /**
  * Plans the route of a run, then runs its attempts. A chain of Effects rather than one `Effect.gen`: this is the hot

@@ -64,11 +64,19 @@ export const requirements = (request: MessagesRequest.MessagesRequest, body: Jso
   maxTokens: typeof body.max_tokens === "number" ? body.max_tokens : undefined
 })
 
-/** Prompt tokens, estimated: exact enough only where it matters (near the smallest context window). */
+/** The close count of a body's prompt tokens (system, messages and tools): it reads all their text. */
+export const countPromptTokens = (body: JsonObject): number =>
+  ContextCompression.estimateTokens({ system: body.system, messages: body.messages, tools: body.tools })
+
+/**
+ * Prompt tokens, estimated: exact enough only where it matters (near the smallest context window). `count` gives the
+ * close count, for a caller that estimates one body for several models and counts it once.
+ */
 export const estimatePromptTokens = (
   body: JsonObject,
   bodyBytes: number | undefined,
-  model: Model | undefined
+  model: Model | undefined,
+  count: () => number = () => countPromptTokens(body)
 ): number => {
   const bytes = bodyBytes ?? 0
   let smallest = Infinity
@@ -76,7 +84,7 @@ export const estimatePromptTokens = (
     if (e.contextLength !== undefined) smallest = Math.min(smallest, e.contextLength)
   }
   if (bodyBytes !== undefined && bytes / 3 < smallest / 2) return tokensOf(bytes)
-  return ContextCompression.estimateTokens({ system: body.system, messages: body.messages, tools: body.tools })
+  return count()
 }
 
 /**

@@ -119,6 +119,8 @@ const create =
       const run: Execution = { ...validated, steps: [] }
       const routed = (forwarded: JsonObject) =>
         Effect.flatMap(ports.catalogue.snapshot, (snapshot) => {
+          // What the body needs of an endpoint does not depend on the model: read once, for the router's candidates too.
+          const asked = OpenAiBodies.routeRequest(api, request, request.model, forwarded, context.bodyBytes)
           const chosen = ModelChoice.chooseModel(
             ports,
             request,
@@ -126,12 +128,13 @@ const create =
             plugins,
             index,
             run.steps,
-            snapshot
+            snapshot,
+            (model) => ({ ...asked, model: model.id })
           )
           if (Either.isLeft(chosen)) return refuse(ports, validated, chosen.left)
           const modelId = chosen.right
           const planning: Execution = { ...run, modelId }
-          const routeRequest = OpenAiBodies.routeRequest(api, request, modelId, forwarded, context.bodyBytes)
+          const routeRequest = modelId === asked.model ? asked : { ...asked, model: modelId }
           const requirements = routeRequest.requirements
           return Effect.matchEffect(
             Routing.plan(ports, {

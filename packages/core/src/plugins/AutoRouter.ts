@@ -5,8 +5,10 @@
  *
  * 1. Classify the task with the `TaskClassifier` port.
  * 2. Candidates: the routable models (at least one endpoint, not the router slug), filtered by `allowed_models`
- *    then `excluded_models` (see `ModelPatterns`; exclusion always wins). An empty result fails with
- *    `InvalidRequest` naming the filter that emptied it; a catalogue with no routable model with `Unavailable`.
+ *    then `excluded_models` (see `ModelPatterns`; exclusion always wins), then to those the route planner would plan
+ *    this request on (see `Candidates.servable`: an embeddings-only model is no candidate for a chat request). An
+ *    empty result fails with `InvalidRequest` naming the filter that emptied it (for the last one, the planner's
+ *    refusal); a catalogue with no routable model with `Unavailable`.
  * 3. `pin_model` (auto-router only): the `model` of the latest assistant message is chosen when it is a candidate.
  *    Clients echo answers back, so the raw `messages` (not the decoded ones, which drop unknown keys) must be given.
  * 4. Rank the candidates that have a score for the task (all at 0.5 when none has), with cost percentiles among
@@ -23,7 +25,7 @@ import * as Predicate from "effect/Predicate"
 import type { CatalogueSnapshot, Model } from "../catalogue/Catalogue.js"
 import { InvalidRequest, Unavailable } from "../errors/GatewayError.js"
 import type { Plugin } from "../messages/MessagesRequest.js"
-import type { Candidate, Choice, CostTier } from "./Candidates.js"
+import type { Candidate, Choice, CostTier, Narrow, RouteFor } from "./Candidates.js"
 import { byQuality, costTiers, describe, rank, round, showList, start, tierOf } from "./Candidates.js"
 import { partitionModels } from "./ModelPatterns.js"
 import type { TaskClassifierService } from "./TaskClassifier.js"
@@ -44,6 +46,8 @@ export interface ChooseInput {
   readonly classifier: TaskClassifierService
   /** The model slug that selects the auto-router (`auto` by default); never a candidate. */
   readonly routerSlug: string
+  /** The live route's route request for each model; the router chooses among the models it can be planned on. */
+  readonly route: RouteFor
   /** The plugin's path in the body for error `param`s, e.g. `plugins[0]`; defaults to `plugins`. */
   readonly param?: string | undefined
 }
@@ -102,34 +106,9 @@ export const byTradeoff = (candidates: ReadonlyArray<Candidate>, tradeoff: numbe
   return best
 }
 
-/** Chooses the model of an auto-router or auto-beta-router request; see the module documentation. */
-export const choose = (input: ChooseInput): Either.Either<Choice, InvalidRequest | Unavailable> => {
-  const { plugin } = input
+/** The routable models that `allowed_models` and `excluded_models` keep; a refusal naming the one that kept none. */
+const byPatterns = (plugin: AutoRouterPlugin, param: string): Narrow => (pool, step) => {
   const name = plugin.id
-  const param = input.param ?? "plugins"
-  const tradeoff = plugin.cost_quality_tradeoff
-  if (tradeoff !== undefined && !(Number.isInteger(tradeoff) && tradeoff >= 0 && tradeoff <= 10)) {
-    return Either.left(
-      new InvalidRequest({
-        message: `${param}.cost_quality_tradeoff: must be an integer from 0 to 10, got ${tradeoff}`,
-        param: `${param}.cost_quality_tradeoff`
-      })
-    )
-  }
-  if (plugin.cost_tier !== undefined && !costTiers.includes(plugin.cost_tier)) {
-    return Either.left(
-      new InvalidRequest({
-        message: `${param}.cost_tier: Expected ${costTiers.map((t) => JSON.stringify(t)).join(" | ")}, actual ${
-          JSON.stringify(plugin.cost_tier)
-        }`,
-        param: `${param}.cost_tier`
-      })
-    )
-  }
-
-  const started = start(name, input)
-  if (Either.isLeft(started)) return Either.left(started.left)
-  const { pool, step, steps, task } = started.right
   const allowed = plugin.allowed_models
   const excluded = plugin.excluded_models
   const filtered = partitionModels(pool.map((m) => m.id), allowed, excluded)
@@ -159,6 +138,38 @@ export const choose = (input: ChooseInput): Either.Either<Choice, InvalidRequest
         (filtered.excluded.length > 0 ? `; ${filtered.excluded.length} removed by excluded_models` : "")
     )
   }
+  return Either.right(models)
+}
+
+/** Chooses the model of an auto-router or auto-beta-router request; see the module documentation. */
+export const choose = (input: ChooseInput): Either.Either<Choice, InvalidRequest | Unavailable> => {
+  const { plugin } = input
+  const name = plugin.id
+  const param = input.param ?? "plugins"
+  const tradeoff = plugin.cost_quality_tradeoff
+  if (tradeoff !== undefined && !(Number.isInteger(tradeoff) && tradeoff >= 0 && tradeoff <= 10)) {
+    return Either.left(
+      new InvalidRequest({
+        message: `${param}.cost_quality_tradeoff: must be an integer from 0 to 10, got ${tradeoff}`,
+        param: `${param}.cost_quality_tradeoff`
+      })
+    )
+  }
+  if (plugin.cost_tier !== undefined && !costTiers.includes(plugin.cost_tier)) {
+    return Either.left(
+      new InvalidRequest({
+        message: `${param}.cost_tier: Expected ${costTiers.map((t) => JSON.stringify(t)).join(" | ")}, actual ${
+          JSON.stringify(plugin.cost_tier)
+        }`,
+        param: `${param}.cost_tier`
+      })
+    )
+  }
+
+  const started = start(name, input, byPatterns(plugin, param))
+  if (Either.isLeft(started)) return Either.left(started.left)
+  const { pool: models, step, steps, task } = started.right
+  const keptIds = new Set(models.map((m) => m.id))
 
   if (plugin.id === "auto-router" && plugin.pin_model === true) {
     const pinned = latestAssistantModel(input.messages)

@@ -3,6 +3,9 @@
  * percentile and the cost tier bands of spec 2.1.3, and the shape of a router's choice.
  *
  * - A model is routable when it has at least one endpoint, answers in text, and is not the router slug itself.
+ * - A router chooses among the routable models that the route planner would plan this request on (`servable`: its
+ *   filters, the API first, with the request's needs and provider preferences), never one that it would refuse; when
+ *   none is left, the request gets the planner's own refusal (400 "No endpoints found that can serve this request").
  * - The cost of a model is the `prompt + completion` price per token of its cheapest endpoint; a price that is not a
  *   finite non-negative decimal makes that endpoint cost `Infinity` (ranked most expensive).
  * - The quality of a model for a task is its configured score, clamped to 0..1. A model without a score for the task
@@ -14,8 +17,9 @@
  */
 import * as Either from "effect/Either"
 import { type CatalogueSnapshot, type Model, outputsText, type Task } from "../catalogue/Catalogue.js"
-import { Unavailable } from "../errors/GatewayError.js"
-import type { PipelineStep } from "../routing/RoutePlanner.js"
+import { InvalidRequest, Unavailable } from "../errors/GatewayError.js"
+import * as RoutePlanner from "../routing/RoutePlanner.js"
+import type { PipelineStep, RouteRequest } from "../routing/RoutePlanner.js"
 import type { TaskClassifierService } from "./TaskClassifier.js"
 
 /** A cost tier of the router plugins. */
@@ -75,6 +79,12 @@ export const routable = (snapshot: CatalogueSnapshot, routerSlug: string): Reado
   return out
 }
 
+/**
+ * What the live route will ask the route planner for a model, were the router to choose it: the request's API, what
+ * its body needs of an endpoint, its provider preferences.
+ */
+export type RouteFor = (model: Model) => RouteRequest
+
 /** What every router plugin starts from. */
 export interface RouterInput {
   readonly messages: unknown
@@ -83,6 +93,8 @@ export interface RouterInput {
   readonly classifier: TaskClassifierService
   /** The model slug that selects a router; never a candidate. */
   readonly routerSlug: string
+  /** The live route's route request for each model: the router chooses among the models it can be planned on. */
+  readonly route: RouteFor
 }
 
 /** A router plugin's start: its steps so far, the classified task, and the models it may route to. */
@@ -91,22 +103,72 @@ export interface Start {
   /** Adds a step of this plugin to the pipeline. */
   readonly step: (summary: string) => void
   readonly task: Task
-  /** The routable models (never empty). */
+  /** The routable models, narrowed, that can serve the request (never empty). */
   readonly pool: ReadonlyArray<Model>
 }
 
-/** Classifies the conversation and lists the routable models; unavailable when there are none. */
-export const start = (name: string, input: RouterInput): Either.Either<Start, Unavailable> => {
+/** A router's own narrowing of the routable models (the auto-router's `allowed_models`), before `servable`. */
+export type Narrow = (
+  pool: ReadonlyArray<Model>,
+  step: (summary: string) => void
+) => Either.Either<ReadonlyArray<Model>, InvalidRequest>
+
+/**
+ * The models among `models` that the route planner would plan the request on (`RoutePlanner.serves`), with a step
+ * when that leaves some out; when it leaves none, the planner's refusal of the request on all of them, which names
+ * each endpoint its filters removed and why.
+ */
+export const servable = (
+  input: Pick<RouterInput, "catalogue" | "route">,
+  models: ReadonlyArray<Model>,
+  step: (summary: string) => void
+): Either.Either<ReadonlyArray<Model>, InvalidRequest> => {
+  const kept = models.filter((model) => RoutePlanner.serves(model, input.route(model)))
+  if (kept.length === models.length) return Either.right(models)
+  if (kept.length > 0) {
+    const keptSet = new Set(kept)
+    const out = showList(models.filter((model) => !keptSet.has(model)).map((model) => model.id))
+    step(`${kept.length} of ${models.length} models can serve this request; the route's filters leave out ${out}`)
+    return Either.right(kept)
+  }
+  const [first, ...others] = models
+  const refused = RoutePlanner.plan(
+    { ...input.route(first), models: others.map((model) => model.id), fallbacks: undefined },
+    input.catalogue
+  )
+  // `serves` and `plan` apply the same filters, so the plan is refused; the fallback only keeps the types honest.
+  return Either.left(
+    Either.isLeft(refused) && refused.left._tag === "InvalidRequest"
+      ? refused.left
+      : new InvalidRequest({ message: "No endpoints found that can serve this request" })
+  )
+}
+
+/**
+ * Classifies the conversation and lists the models the router may choose: the routable ones, narrowed by `narrow`
+ * when given, that can serve the request (`servable`). Unavailable when the catalogue has no routable model; the
+ * narrowing's or the planner's refusal when none is left.
+ */
+export const start = (
+  name: string,
+  input: RouterInput,
+  narrow?: Narrow
+): Either.Either<Start, InvalidRequest | Unavailable> => {
   const steps: Array<PipelineStep> = []
   const step = (summary: string) => {
     steps.push({ type: STEP_TYPE, name, summary })
   }
   const task = input.classifier.classify(input.messages, input.system)
   step(`classified the conversation as ${task}`)
-  const pool = routable(input.catalogue, input.routerSlug)
-  return pool.length === 0
-    ? Either.left(new Unavailable({ message: `${name}: the catalogue has no model with an endpoint to route to` }))
-    : Either.right({ steps, step, task, pool })
+  const all = routable(input.catalogue, input.routerSlug)
+  if (all.length === 0) {
+    return Either.left(new Unavailable({ message: `${name}: the catalogue has no model with an endpoint to route to` }))
+  }
+  const narrowed = narrow === undefined ? Either.right(all) : narrow(all, step)
+  return Either.map(
+    Either.flatMap(narrowed, (models) => servable(input, models, step)),
+    (pool) => ({ steps, step, task, pool })
+  )
 }
 
 /** The cost percentile of each cost among `costs` (same order): `100 * r / (n - 1)`, ties at the lower rank. */

@@ -9,7 +9,7 @@ import type { MessagesPorts } from "../messages/MessagesPorts.js"
 import type { JsonObject } from "../messages/Wire.js"
 import type { PipelineStep } from "../routing/RoutePlanner.js"
 import * as AutoRouter from "./AutoRouter.js"
-import type { Choice } from "./Candidates.js"
+import type { Choice, RouteFor } from "./Candidates.js"
 import * as ParetoRouter from "./ParetoRouter.js"
 import type { Plugins } from "./RequestPlugins.js"
 import * as SwitchyardRouter from "./SwitchyardRouter.js"
@@ -18,6 +18,8 @@ import * as SwitchyardRouter from "./SwitchyardRouter.js"
  * The model id to run, its router's steps added to `steps`; the request's own model when no router is in play. A
  * fusion request runs its panel and synthesis models, never the request's `model` (docs/decisions.md), so no router
  * runs for it: its choice would be ignored, and its refusal (no candidate left) would refuse a request fusion serves.
+ * `route` is the route request the live route will plan for a model: a router chooses only a model it can be planned
+ * on (see `Candidates.servable`); it is not called when no router runs.
  */
 export const chooseModel = (
   ports: Pick<MessagesPorts, "classifier" | "switchyard" | "routerSlug">,
@@ -26,10 +28,11 @@ export const chooseModel = (
   plugins: Plugins,
   index: Record<string, number>,
   steps: Array<PipelineStep>,
-  snapshot: CatalogueSnapshot
+  snapshot: CatalogueSnapshot,
+  route: RouteFor
 ): Either.Either<string, GatewayError.InvalidRequest | GatewayError.Unavailable> => {
   if (plugins.fusion !== undefined) return Either.right(request.model)
-  const choice = routerChoice(ports, request, body, plugins, index, snapshot)
+  const choice = routerChoice(ports, request, body, plugins, index, snapshot, route)
   if (choice === undefined) return Either.right(request.model)
   if (Either.isLeft(choice)) return Either.left(choice.left)
   steps.push(...choice.right.steps)
@@ -50,7 +53,8 @@ const routerChoice = (
   body: JsonObject,
   plugins: Plugins,
   index: Record<string, number>,
-  catalogue: CatalogueSnapshot
+  catalogue: CatalogueSnapshot,
+  route: RouteFor
 ): Either.Either<Choice, GatewayError.InvalidRequest | GatewayError.Unavailable> | undefined => {
   const { messages, system } = body
   const auto = plugins["auto-router"] ?? plugins["auto-beta-router"]
@@ -63,12 +67,13 @@ const routerChoice = (
       catalogue,
       classifier,
       routerSlug,
+      route,
       param
     })
   }
   const pareto = plugins["pareto-router"]
   if (pareto !== undefined) {
-    return ParetoRouter.choose({ plugin: pareto, messages, system, catalogue, classifier, routerSlug })
+    return ParetoRouter.choose({ plugin: pareto, messages, system, catalogue, classifier, routerSlug, route })
   }
   const switchyardPlugin = plugins["switchyard-router"]
   if (switchyardPlugin !== undefined) {
@@ -80,7 +85,8 @@ const routerChoice = (
       catalogue,
       classifier,
       policy: switchyard,
-      routerSlug
+      routerSlug,
+      route
     })
   }
   return undefined

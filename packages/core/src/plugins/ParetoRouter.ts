@@ -2,9 +2,9 @@
  * The `pareto-router` plugin: choose a model on the cost/quality Pareto frontier for the classified task.
  *
  * The plugin has no fields besides `id` and `enabled` (spec 2.1.3 shows none). Candidates are the routable models
- * ranked for the task, exactly as the auto-router ranks them (see `Candidates`). A candidate is dominated when
- * another one is at least as good in score and at least as cheap, and strictly better in one of the two; the
- * frontier is the undominated candidates, cheapest first (their scores then rise strictly).
+ * that can serve the request, ranked for the task, exactly as the auto-router ranks them (see `Candidates`). A
+ * candidate is dominated when another one is at least as good in score and at least as cheap, and strictly better in
+ * one of the two; the frontier is the undominated candidates, cheapest first (their scores then rise strictly).
  *
  * The pick is the knee of the frontier: the point that maximises `quality - cost`, where quality is the score
  * min-max normalised over the frontier and cost is the point's rank on the frontier divided by (frontier size - 1)
@@ -13,9 +13,9 @@
  */
 import * as Either from "effect/Either"
 import type { CatalogueSnapshot } from "../catalogue/Catalogue.js"
-import type { Unavailable } from "../errors/GatewayError.js"
+import type { InvalidRequest, Unavailable } from "../errors/GatewayError.js"
 import type { Plugin } from "../messages/MessagesRequest.js"
-import type { Candidate, Choice } from "./Candidates.js"
+import type { Candidate, Choice, RouteFor } from "./Candidates.js"
 import { byCost, describe, rank, start } from "./Candidates.js"
 import type { TaskClassifierService } from "./TaskClassifier.js"
 
@@ -31,6 +31,8 @@ export interface ChooseInput {
   readonly classifier: TaskClassifierService
   /** The model slug that selects a router; never a candidate. */
   readonly routerSlug: string
+  /** The live route's route request for each model; the router chooses among the models it can be planned on. */
+  readonly route: RouteFor
 }
 
 /** True when `a` dominates `b`: at least as good and as cheap, strictly better in one. */
@@ -78,7 +80,7 @@ const listIds = (points: ReadonlyArray<Candidate>, max = 8): string =>
   (points.length > max ? `, ... (${points.length} in all)` : "")
 
 /** Chooses the model of a pareto-router request; see the module documentation. */
-export const choose = (input: ChooseInput): Either.Either<Choice, Unavailable> => {
+export const choose = (input: ChooseInput): Either.Either<Choice, InvalidRequest | Unavailable> => {
   const started = start(input.plugin.id, input)
   if (Either.isLeft(started)) return Either.left(started.left)
   const { pool, step, steps, task } = started.right

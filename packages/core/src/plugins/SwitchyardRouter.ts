@@ -18,9 +18,9 @@ import * as Context from "effect/Context"
 import * as Either from "effect/Either"
 import * as Layer from "effect/Layer"
 import type { CatalogueSnapshot, Model, Task } from "../catalogue/Catalogue.js"
-import type { Unavailable } from "../errors/GatewayError.js"
+import type { InvalidRequest, Unavailable } from "../errors/GatewayError.js"
 import type { Plugin } from "../messages/MessagesRequest.js"
-import type { Candidate, Choice } from "./Candidates.js"
+import type { Candidate, Choice, RouteFor } from "./Candidates.js"
 import { describe, rank, start } from "./Candidates.js"
 import { frontier, knee } from "./ParetoRouter.js"
 import type { TaskClassifierService } from "./TaskClassifier.js"
@@ -36,7 +36,7 @@ export interface PolicyInput {
   readonly promptChars: number
   /** True when the request has a non-empty `tools` array. */
   readonly hasTools: boolean
-  /** The routable models, in catalogue order. */
+  /** The routable models that can serve the request, in catalogue order. */
   readonly models: ReadonlyArray<Model>
   /** The routable models ranked for the task, with cost and cost percentile (see `Candidates`). */
   readonly candidates: ReadonlyArray<Candidate>
@@ -113,10 +113,12 @@ export interface ChooseInput {
   readonly policy: SwitchyardPolicyService
   /** The model slug that selects a router; never a candidate. */
   readonly routerSlug: string
+  /** The live route's route request for each model; the router chooses among the models it can be planned on. */
+  readonly route: RouteFor
 }
 
 /** Chooses the model of a switchyard-router request; see the module documentation. */
-export const choose = (input: ChooseInput): Either.Either<Choice, Unavailable> => {
+export const choose = (input: ChooseInput): Either.Either<Choice, InvalidRequest | Unavailable> => {
   const started = start(input.plugin.id, input)
   if (Either.isLeft(started)) return Either.left(started.left)
   const { pool: models, step, steps, task } = started.right

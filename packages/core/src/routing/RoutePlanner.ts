@@ -42,6 +42,9 @@
  * The weighted choice draws one number per stable endpoint, in price order, from the random source: a source that
  * always answers 0 makes the cheapest endpoint go first (ties in catalogue order), which example tests may use.
  *
+ * `serves` says, with the same filters, whether a plan of a request on one model alone would be made: the router
+ * plugins choose among the models it accepts, so that the model they choose is never refused here.
+ *
  * The parts live in their own modules: the types (`RouteTypes`), the preferences as the planner reads them
  * (`ResolvedPreferences`), the filters (`RouteFilters`), the candidates and their health tiers (`RouteCandidates`),
  * the weighted choice (`WeightedChoice`) and the order (`CandidateOrder`); this module makes the plan of them and
@@ -51,11 +54,11 @@ import * as Either from "effect/Either"
 import { type CatalogueSnapshot, type Endpoint, type Model, outputsText } from "../catalogue/Catalogue.js"
 import { InvalidRequest, NotFound } from "../errors/GatewayError.js"
 import { lastResortsLast, orderGroup } from "./CandidateOrder.js"
-import { NO_PREFERENCES, resolve } from "./ResolvedPreferences.js"
+import { NO_PREFERENCES, resolve, type Resolved } from "./ResolvedPreferences.js"
 import type { Candidate } from "./RouteCandidates.js"
 import { healthy, label, tierOf, withNote } from "./RouteCandidates.js"
 import { capability, clampFor, perMillion, preference, promptAndCompletion } from "./RouteFilters.js"
-import type { Attempt, PipelineStep, RouteContext, RoutePlan, RouteRequest } from "./RouteTypes.js"
+import type { Attempt, PipelineStep, Requirements, RouteContext, RoutePlan, RouteRequest } from "./RouteTypes.js"
 import { step } from "./RouteTypes.js"
 import { drawOf, explanationOf, weightedChoice, weightOf } from "./WeightedChoice.js"
 
@@ -139,6 +142,38 @@ const TEXT_APIS: ReadonlySet<string> = new Set(["messages", "chat", "responses"]
 
 const answersInText = (api: string | undefined): boolean => api !== undefined && TEXT_APIS.has(api)
 
+/** The filter that removes an endpoint from a plan (the capabilities, then the preferences), or undefined. */
+const filteredBy = (endpoint: Endpoint, needs: Requirements, prefs: Resolved) =>
+  capability(endpoint, needs) ?? preference(endpoint, needs, prefs)
+
+/**
+ * The `max_tokens` with which a plan keeps an endpoint the filters removed when its model has none kept as it is
+ * (prefer, then clamp): its own limit, when with it the endpoint passes every filter and the model is not `strict`.
+ */
+const clampedTo = (model: Model, endpoint: Endpoint, needs: Requirements, prefs: Resolved): number | undefined => {
+  if (model.maxTokensPolicy === "strict") return undefined
+  const limit = clampFor(endpoint, needs)
+  return limit !== undefined && preference(endpoint, needs, prefs) === undefined ? limit : undefined
+}
+
+/**
+ * Whether `plan` would plan a request on `model` as its requested model, with no candidate or fallback models: the
+ * model has an endpoint, answers in text when a text API asks, and one of its endpoints passes the filters (or would
+ * with `max_tokens` clamped). The router plugins choose among such models, so that the route of their choice is
+ * never refused.
+ */
+export const serves = (
+  model: Model,
+  request: Pick<RouteRequest, "requirements" | "provider">
+): boolean => {
+  const needs = request.requirements
+  if (answersInText(needs.api) && !outputsText(model)) return false
+  const prefs = request.provider == null ? NO_PREFERENCES : resolve(request.provider)
+  return model.endpoints.some((endpoint) =>
+    filteredBy(endpoint, needs, prefs) === undefined || clampedTo(model, endpoint, needs, prefs) !== undefined
+  )
+}
+
 /**
  * Plans the attempts for a request. See the module documentation for the rules; `context` carries health, the
  * session and the random source (all optional). Fails with `NotFound` when the requested model is unknown or has no
@@ -204,17 +239,15 @@ export const plan = (
       return { model, role, endpoint, price, health: h, ...tierOf(h, prefs, context.now), maxTokens }
     }
     for (const endpoint of model.endpoints) {
-      const out = capability(endpoint, needs) ?? preference(endpoint, needs, prefs)
+      const out = filteredBy(endpoint, needs, prefs)
       if (out !== undefined) {
         const name = `${model.id} via ${endpoint.provider}`
         steps.push(step("filter", `${name} removed by ${out.filter}: ${out.reason}`))
         const list = removed.get(out.filter) ?? []
         list.push(`${name} (${out.reason})`)
         removed.set(out.filter, list)
-        const limit = model.maxTokensPolicy === "strict" ? undefined : clampFor(endpoint, needs)
-        if (limit !== undefined && preference(endpoint, needs, prefs) === undefined) {
-          clampable.push({ endpoint, maxTokens: limit })
-        }
+        const limit = clampedTo(model, endpoint, needs, prefs)
+        if (limit !== undefined) clampable.push({ endpoint, maxTokens: limit })
         continue
       }
       group.push(candidate(endpoint))

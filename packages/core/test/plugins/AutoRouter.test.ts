@@ -6,14 +6,22 @@ import { makeSnapshot } from "../../src/catalogue/Catalogue.js"
 import * as AutoRouter from "../../src/plugins/AutoRouter.js"
 import type { CostTier } from "../../src/plugins/Candidates.js"
 import * as TaskClassifier from "../../src/plugins/TaskClassifier.js"
-import { always, model } from "./RouterFixtures.js"
+import { always, model, routeFor } from "./RouterFixtures.js"
 
 const run = (
   catalogue: CatalogueSnapshot,
   plugin: AutoRouter.AutoRouterPlugin = { id: "auto-router" },
   messages: unknown = [{ role: "user", content: "hello" }]
 ) =>
-  AutoRouter.choose({ plugin, messages, system: undefined, catalogue, classifier: always("chat"), routerSlug: "auto" })
+  AutoRouter.choose({
+    plugin,
+    messages,
+    system: undefined,
+    catalogue,
+    classifier: always("chat"),
+    routerSlug: "auto",
+    route: routeFor()
+  })
 
 const chosen = (...args: Parameters<typeof run>) => Either.getOrThrow(run(...args)).modelId
 
@@ -34,7 +42,8 @@ describe("AutoRouter", () => {
         system: undefined,
         catalogue,
         classifier: TaskClassifier.keywords,
-        routerSlug: "auto"
+        routerSlug: "auto",
+        route: routeFor()
       })
     )
     expect(result.task).toBe("code")
@@ -208,6 +217,7 @@ describe("AutoRouter", () => {
         catalogue,
         classifier: always("chat"),
         routerSlug: "auto",
+        route: routeFor(),
         param: "plugins[1]"
       })
       expect(Either.isLeft(result) && result.left).toMatchObject({

@@ -5,7 +5,7 @@ import type { CatalogueSnapshot } from "../../src/catalogue/Catalogue.js"
 import { makeSnapshot } from "../../src/catalogue/Catalogue.js"
 import * as Candidates from "../../src/plugins/Candidates.js"
 import * as ParetoRouter from "../../src/plugins/ParetoRouter.js"
-import { always, model } from "./RouterFixtures.js"
+import { always, model, routeFor } from "./RouterFixtures.js"
 
 const run = (catalogue: CatalogueSnapshot) =>
   ParetoRouter.choose({
@@ -14,7 +14,8 @@ const run = (catalogue: CatalogueSnapshot) =>
     system: undefined,
     catalogue,
     classifier: always("analysis"),
-    routerSlug: "auto"
+    routerSlug: "auto",
+    route: routeFor()
   })
 
 const specs = fc.array(fc.tuple(fc.integer({ min: 0, max: 12 }), fc.integer({ min: 0, max: 12 })), {

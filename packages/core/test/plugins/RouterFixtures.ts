@@ -1,5 +1,7 @@
 import type { Endpoint, Model, Task } from "../../src/catalogue/Catalogue.js"
+import type { RouteFor } from "../../src/plugins/Candidates.js"
 import type { TaskClassifierService } from "../../src/plugins/TaskClassifier.js"
+import type { ProviderPreferences, Requirements } from "../../src/routing/RoutePlanner.js"
 
 export const endpoint = (modelId: string, prompt: string, completion = "0", provider = "p"): Endpoint => ({
   id: `${modelId}@${provider}`,
@@ -24,3 +26,11 @@ export const model = (id: string, cost: number, score?: number): Model => ({
 
 /** A classifier that always answers `task`. */
 export const always = (task: Task): TaskClassifierService => ({ classify: () => task })
+
+/** The live route's request for each model: `api` (chat by default) with no other needs unless given. */
+export const routeFor =
+  (requirements: Partial<Requirements> = {}, provider?: ProviderPreferences): RouteFor => (model) => ({
+    model: model.id,
+    requirements: { api: "chat", tools: false, images: false, documents: false, ...requirements },
+    provider
+  })

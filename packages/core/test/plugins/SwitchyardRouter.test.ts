@@ -3,7 +3,7 @@ import { Effect, Either } from "effect"
 import type { Task } from "../../src/catalogue/Catalogue.js"
 import { makeSnapshot } from "../../src/catalogue/Catalogue.js"
 import * as SwitchyardRouter from "../../src/plugins/SwitchyardRouter.js"
-import { always, model } from "./RouterFixtures.js"
+import { always, model, routeFor } from "./RouterFixtures.js"
 
 const catalogue = makeSnapshot([
   model("a/cheap", 1, 0.1),
@@ -32,7 +32,8 @@ const run = (
     catalogue,
     classifier: always(task),
     policy: options.policy ?? SwitchyardRouter.fromRules(rules),
-    routerSlug: "auto"
+    routerSlug: "auto",
+    route: routeFor()
   }))
 
 describe("SwitchyardRouter", () => {
