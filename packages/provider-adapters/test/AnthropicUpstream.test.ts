@@ -4,14 +4,17 @@
  * bytes, and the events it reads (`message_start`, `message_delta`, `error`) parsed; any other caller gets every event
  * parsed. A malformed event is refused either way.
  */
-import { afterEach, describe, expect, it } from "@effect/vitest"
-import { type Catalogue, JsonSource, type Upstream, Wire } from "@model-gateway/core"
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "@effect/vitest"
+import { type Catalogue, JsonSource, PullUntil, type Upstream, Wire } from "@model-gateway/core"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
+import type * as Scope from "effect/Scope"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import * as AnthropicUpstream from "../src/anthropic/AnthropicUpstream.js"
+import { type FakeUpstream, startFakeAnthropic } from "./fakes/index.js"
 
 const servers: Array<Server> = []
 
@@ -252,4 +255,112 @@ describe("AnthropicUpstream: the output cap (Anthropic requires max_tokens, the 
       }
       expect(received.map((r) => JSON.parse(r.text).max_tokens)).toEqual([4096, 1000, 64000])
     }).pipe(Effect.scoped))
+})
+
+/**
+ * A stream of `open` on an upstream that sends a few events, then only keep-alives (pings and comments, every 50 ms,
+ * for 5 s): pulled until its first content as the executor does (see `PullUntil`), then plainly. What it gave before
+ * failing, how, and when.
+ */
+const afterKeepAlives = <A>(
+  fake: FakeUpstream,
+  open: Effect.Effect<
+    Effect.Effect<Chunk.Chunk<A> | undefined, Upstream.UpstreamError>,
+    Upstream.UpstreamError,
+    Scope.Scope
+  >,
+  isContent: (value: A) => boolean
+) =>
+  Effect.scoped(Effect.gen(function*() {
+    fake.script({ kind: "keepAliveStall", afterEvents: 5 })
+    const started = Date.now()
+    const pull = yield* open
+    const values: Array<A> = []
+    let next = PullUntil.untilOf(pull)!(isContent)
+    for (;;) {
+      const chunk = yield* Effect.either(next)
+      if (Either.isLeft(chunk)) return { values, error: chunk.left, elapsed: Date.now() - started }
+      if (chunk.right === undefined) return { values, error: undefined, elapsed: Date.now() - started }
+      values.push(...Chunk.toReadonlyArray(chunk.right))
+      next = pull
+    }
+  }))
+
+describe("AnthropicUpstream, an upstream that only pings", () => {
+  let fake: FakeUpstream
+  beforeAll(async () => {
+    fake = await startFakeAnthropic()
+  })
+  afterAll(() => fake.close())
+
+  const messagesCall = (passThrough: boolean): Upstream.MessagesCall => ({
+    endpoint,
+    body: { model: "claude-up", max_tokens: 5, messages: [{ role: "user", content: "one two three four" }] },
+    headers: {},
+    passThrough
+  })
+
+  it.effect.each([["passing through", true], ["parsed", false]] as const)(
+    "messages, %s: pings and comments alone time the stream out after idleMs, and its request is aborted",
+    ([_, passThrough]) =>
+      Effect.scoped(Effect.gen(function*() {
+        fake.reset()
+        const upstream = yield* AnthropicUpstream.make({ baseUrl: fake.url, apiKey: "k", timeouts: { idleMs: 200 } })
+        const got = yield* afterKeepAlives(
+          fake,
+          upstream.streamMessage(messagesCall(passThrough)),
+          (event: Wire.StreamEvent) => event.type === "content_block_delta"
+        )
+        expect(got.error).toMatchObject({ kind: "timeout" })
+        expect(got.elapsed).toBeLessThan(2_000)
+        expect(got.values.some((event) => event.type === "content_block_delta")).toBe(true)
+        // the pings are passed on as they came, all the same
+        expect(got.values.filter((event) => event.type === "ping").length).toBeGreaterThan(1)
+        yield* Effect.promise(() => expect.poll(() => fake.aborted()).toBe(1))
+      }))
+  )
+
+  it.effect("chat completions: the same, the Messages stream pulled until its first content", () =>
+    Effect.scoped(Effect.gen(function*() {
+      fake.reset()
+      const upstream = yield* AnthropicUpstream.make({ baseUrl: fake.url, apiKey: "k", timeouts: { idleMs: 200 } })
+      const got = yield* afterKeepAlives(
+        fake,
+        upstream.streamOpenAi!({
+          api: "chat",
+          endpoint,
+          body: { model: "m", stream: true, messages: [{ role: "user", content: "one two three four" }] },
+          headers: {}
+        }),
+        (chunk: Wire.JsonObject) => typeof (chunk.choices as any)?.[0]?.delta?.content === "string"
+      )
+      expect(got.error).toMatchObject({ kind: "timeout" })
+      expect(got.elapsed).toBeLessThan(2_000)
+      yield* Effect.promise(() => expect.poll(() => fake.aborted()).toBe(1))
+    })))
+
+  it.effect("chat completions: an upstream that pings without content times out at firstContentMs, not later", () =>
+    Effect.scoped(Effect.gen(function*() {
+      fake.reset()
+      const upstream = yield* AnthropicUpstream.make({
+        baseUrl: fake.url,
+        apiKey: "k",
+        timeouts: { idleMs: 5_000, firstContentMs: 300 }
+      })
+      // message_start, content_block_start, then pings: no content
+      fake.script({ kind: "keepAliveStall", afterEvents: 2 })
+      const started = Date.now()
+      const error = yield* Effect.flip(Effect.flatMap(
+        upstream.streamOpenAi!({
+          api: "chat",
+          endpoint,
+          body: { model: "m", stream: true, messages: [{ role: "user", content: "hi" }] },
+          headers: {}
+        }),
+        // as the executor pulls: until the first content, again as long as what it gives is not content
+        (pull) => Effect.forever(PullUntil.untilOf(pull)!(() => true))
+      ))
+      expect(error).toMatchObject({ kind: "timeout", message: "upstream sent no content within 300 ms" })
+      expect(Date.now() - started).toBeLessThan(2_000)
+    })))
 })

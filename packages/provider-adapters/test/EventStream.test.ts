@@ -452,6 +452,150 @@ describe("EventStream.openEventStream, the first content's deadline (firstConten
     }))
 })
 
+/** As `dataOf`, but `ping` is a keep-alive passed on (as Anthropic's), `nothing` gives nothing, `end` ends the stream. */
+const withKeepAlives: EventStream.EventDecoder<string> = {
+  event: (message, out) => {
+    if (message.data === "nothing") return
+    out.push(message.data)
+    if (message.data === "end") return true
+    return message.data === "ping" ? EventStream.KEEP_ALIVE : undefined
+  },
+  end: () => {}
+}
+
+/** Keep-alives of every kind: a ping passed on, a comment (which no decoder sees), an event that gives nothing. */
+const KEEP_ALIVES = ["data: ping\n\n", ": keep-alive\n\n", "data: nothing\n\n"]
+
+/**
+ * A server that answers `start` and `delta` (the first content), then writes `frames` in turn, 20 ms apart, `count` of
+ * them, then ends its answer; `sent` how many it wrote.
+ */
+const serveAfterContent = (frames: ReadonlyArray<string>, count = 200) =>
+  Effect.promise(async () => {
+    let sent = 0
+    const upstream = await serve(async (res) => {
+      res.write("data: start\n\n")
+      await pause(20)
+      res.write("data: delta\n\n")
+      while (!res.destroyed && sent < count) {
+        await pause(20)
+        res.write(frames[sent % frames.length])
+        sent++
+      }
+      if (!res.destroyed) res.end()
+    })
+    return { ...upstream, sent: () => sent }
+  })
+
+/**
+ * Pulls until `delta` (the first content, as `StreamCommit` does), then pulls plainly, or pushes (`push`), to the end:
+ * the values, and the failure, if any.
+ */
+const readAfterContent = (url: string, timeouts: Partial<Transport.Timeouts>, push = false) =>
+  Effect.scoped(Effect.gen(function*() {
+    const transport = yield* Transport.scopedTransport(timeouts)
+    const pull = yield* EventStream.openEventStream(transport, call(url), withKeepAlives)
+    const first = yield* Effect.either(PullUntil.untilOf(pull)!((value) => value === "delta"))
+    if (Either.isLeft(first)) return { values: [], error: first.left }
+    const values = first.right === undefined ? [] : [...Chunk.toReadonlyArray(first.right)]
+    if (push) {
+      const pushed = yield* Effect.either(Push.pushOf(pull)!(keepingIn(values)))
+      return { values, error: Either.isLeft(pushed) ? pushed.left : undefined }
+    }
+    for (;;) {
+      const next = yield* Effect.either(pull)
+      if (Either.isLeft(next)) return { values, error: next.left }
+      if (next.right === undefined) return { values, error: undefined }
+      values.push(...Chunk.toReadonlyArray(next.right))
+    }
+  }))
+
+describe("EventStream.openEventStream, keep-alives after the first content (idleMs)", () => {
+  it.effect.each([["pulled", false], ["pushed", true]] as const)(
+    "%s: an upstream that sends only keep-alives after content fails the stream in time, and its request is aborted",
+    ([_, push]) =>
+      Effect.gen(function*() {
+        const upstream = yield* serveAfterContent(KEEP_ALIVES)
+        const started = Date.now()
+        const got = yield* readAfterContent(upstream.url, { idleMs: 150 }, push)
+        const elapsed = Date.now() - started
+        expect(got.error).toMatchObject({ kind: "timeout" })
+        expect(got.error?.message).toContain("no content for 150 ms")
+        // the content, then the pings passed on until the time-out
+        expect(got.values.slice(0, 2)).toEqual(["start", "delta"])
+        expect(got.values.slice(2).every((value) => value === "ping")).toBe(true)
+        expect(got.values.length).toBeGreaterThan(2)
+        expect(elapsed).toBeGreaterThanOrEqual(150)
+        expect(elapsed).toBeLessThan(1_000)
+        // aborted at once, not held until the upstream gives up (200 keep-alives, 4 s)
+        yield* until(upstream.closed)
+        expect(upstream.closed()).toBe(true)
+        expect(upstream.sent()).toBeLessThan(40)
+      })
+  )
+
+  it.effect("content between the keep-alives, each less than idleMs after the last: read to its end", () =>
+    Effect.gen(function*() {
+      // 1.2 s of keep-alives (8 idle time-outs' length), content every fourth frame (80 ms apart)
+      const upstream = yield* serveAfterContent([...KEEP_ALIVES, "data: more\n\n"], 60)
+      const got = yield* Effect.scoped(Effect.gen(function*() {
+        const transport = yield* Transport.scopedTransport({ idleMs: 150 })
+        const pull = yield* EventStream.openEventStream(transport, call(upstream.url), withKeepAlives)
+        const values = [...Chunk.toReadonlyArray((yield* PullUntil.untilOf(pull)!((value) => value === "delta"))!)]
+        for (;;) {
+          const chunk = yield* Effect.either(pull)
+          if (Either.isLeft(chunk)) return { values, error: chunk.left }
+          if (chunk.right === undefined) return { values, error: undefined }
+          values.push(...Chunk.toReadonlyArray(chunk.right))
+        }
+      }))
+      expect(got.error).toBeUndefined()
+      expect(got.values.filter((value) => value === "more")).toHaveLength(15)
+    }))
+
+  it.effect("before the first content, keep-alives keep the idle time-out from running out: its deadline is firstContentMs", () =>
+    Effect.gen(function*() {
+      // 400 ms of keep-alives after `start` (idleMs 100), then the content and the end
+      const upstream = yield* Effect.promise(() =>
+        serve(async (res) => {
+          res.write("data: start\n\n")
+          for (let i = 0; i < 20 && !res.destroyed; i++) {
+            await pause(20)
+            res.write(KEEP_ALIVES[i % KEEP_ALIVES.length])
+          }
+          res.end("data: delta\n\ndata: end\n\n")
+        })
+      )
+      const got = yield* readAfterContent(upstream.url, { idleMs: 100, firstContentMs: 2_000 })
+      expect(got.error).toBeUndefined()
+      expect(got.values.at(-2)).toBe("delta")
+      expect(got.values.at(-1)).toBe("end")
+    }))
+
+  it.effect("the last event after keep-alives: the stream ends there, and its body's end is read after it", () =>
+    Effect.gen(function*() {
+      // keep-alives for less than idleMs, the last event, then the body's end 50 ms later (see `DRAIN_MS`)
+      const answers: Array<"ended" | "cut"> = []
+      const upstream = yield* Effect.promise(() =>
+        serve(async (res) => {
+          res.on("close", () => answers.push(res.writableFinished ? "ended" : "cut"))
+          res.write("data: start\n\ndata: delta\n\n")
+          for (const frame of KEEP_ALIVES) {
+            await pause(20)
+            res.write(frame)
+          }
+          res.write("data: end\n\n")
+          await pause(50)
+          res.end()
+        })
+      )
+      const got = yield* readAfterContent(upstream.url, { idleMs: 200 })
+      expect(got).toEqual({ values: ["start", "delta", "ping", "end"], error: undefined })
+      yield* until(() => answers.length > 0)
+      expect(answers).toEqual(["ended"])
+    }))
+})
+
 describe("EventStream.openEventStream, pulled until, a stop that throws", () => {
   it.effect("gives the values read, then dies on the next pull: a defect of the stream, never of the process", () =>
     Effect.gen(function*() {

@@ -280,6 +280,23 @@ describe("FakeAnthropic", () => {
     await eventually(() => fake.aborted() === 1 && fake.inFlight() === 0)
   })
 
+  it("sends only keep-alives (pings, comments) after N events, then ends the body without message_stop", async () => {
+    fake.script({ kind: "keepAliveStall", afterEvents: 4, everyMs: 10, forMs: 100 })
+    const { frames, error } = await readSse(await post(ask("a b c", { stream: true })))
+    expect(error).toBeUndefined()
+    expect(frames.slice(0, 4).map((f) => f.event)).toEqual([
+      "message_start",
+      "content_block_start",
+      "ping",
+      "content_block_delta"
+    ])
+    const rest = frames.slice(4)
+    expect(rest.length).toBeGreaterThanOrEqual(4)
+    // `parseFrames` reads a comment as a frame without event or data
+    expect(rest.every((f) => (f.event === "ping" && JSON.parse(f.data).type === "ping") || f.data === "")).toBe(true)
+    expect(rest.some((f) => f.event === undefined)).toBe(true)
+  })
+
   it("hangs until the client goes away, and destroys on arrival", async () => {
     fake.script({ kind: "hang" }, { kind: "destroy" })
     await expect(post(ask("x"), { signal: AbortSignal.timeout(100) })).rejects.toThrow()
@@ -456,6 +473,25 @@ describe("FakeOpenAi", () => {
       const body = await res.json()
       expect(Object.keys(body.error).sort()).toEqual(["code", "message", "param", "type"])
     }
+  })
+
+  it("sends only keep-alives (comments, chunks that say nothing) after N events, then ends the body without [DONE]", async () => {
+    fake.script({ kind: "keepAliveStall", afterEvents: 2, everyMs: 10, forMs: 150 })
+    const res = await post(ask("a b c", { stream: true }))
+    const text = await res.text()
+    const blocks = text.split("\n\n").filter((block) => block !== "")
+    expect(blocks.length).toBeGreaterThanOrEqual(2 + 4)
+    expect(JSON.parse(blocks[1].slice(6)).choices[0].delta.content).toBe("Echo: ")
+    const rest = blocks.slice(2)
+    expect(rest).toContain(": keep-alive")
+    expect(rest).toContain(": OPENROUTER PROCESSING")
+    const chunks = rest.filter((block) => block.startsWith("data: ")).map((block) => JSON.parse(block.slice(6)))
+    expect(chunks.length).toBeGreaterThan(0)
+    for (const chunk of chunks) {
+      expect(chunk.choices[0].finish_reason).toBeNull()
+      expect(chunk.choices[0].delta.content ?? "").toBe("")
+    }
+    expect(text).not.toContain("[DONE]")
   })
 
   it("cuts, corrupts and stalls streams", async () => {

@@ -327,6 +327,26 @@ describe.each(matrix)("%s upstream, %s", (kind, mode) => {
       expect(answer.events.at(-1)?.data?.error?.type).toBe("timeout_error")
     })
 
+    it("only keep-alives after content: an in-band timeout error after the idle timeout, the upstream aborted, billed", async () => {
+      // pings or comments (and, from OpenAI-compatible servers, chunks that say nothing) every 50 ms for 5 s: each
+      // re-armed the idle timeout, and the client was held until the upstream itself gave up
+      side.fake().script({ kind: "keepAliveStall", afterEvents: 5 })
+      const started = Date.now()
+      const answer = await ask(gateway.url, mode, side.main, fallback())
+      const elapsed = Date.now() - started
+      brokenInBand(answer)
+      expect(answer.events.at(-1)?.data?.error?.type).toBe("timeout_error")
+      expect(elapsed, "cut after the idle timeout (400 ms), not when the upstream stopped pinging (5 s)").toBeLessThan(
+        3_000
+      )
+      await expect.poll(() => side.fake().aborted()).toBe(1)
+      const record = await recordOf(answer.requestId)
+      const carried = textOf(answer.events.map((e) => JSON.stringify(e.data))).length
+      expect(record).toMatchObject({ model: side.main, errorType: "timeout_error" })
+      expect(record.outputTokens).toBe(Math.max(kind === "anthropic" ? 1 : 0, Math.ceil(carried / 4)))
+      expect(Number(record.cost)).toBeCloseTo(record.inputTokens * 0.000003 + record.outputTokens * 0.000015, 12)
+    })
+
     it("malformed frame after content: an in-band error", async () => {
       side.fake().script({ kind: "malformed", afterEvents: 5 })
       brokenInBand(await ask(gateway.url, mode, side.main, fallback()))
@@ -352,6 +372,50 @@ describe.each(matrix)("%s upstream, %s", (kind, mode) => {
       await answeredByBackup(await ask(gateway.url, mode, side.main, fallback()), side.backup, mode)
     })
   }
+})
+
+/** A chat completions stream: its chunks (its `data:` frames but `[DONE]`), and whether `[DONE]` ended it. */
+const askChat = async (url: string, model: string) => {
+  const response = await fetch(`${url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` },
+    body: JSON.stringify({ model, max_tokens: 50, stream: true, messages: [{ role: "user", content: "hello" }] })
+  })
+  expect(response.status).toBe(200)
+  const frames = (await response.text()).split("\n\n").filter((frame) => frame.startsWith("data: "))
+  const chunks = frames.filter((frame) => frame !== "data: [DONE]").map((frame) => JSON.parse(frame.slice(6)))
+  return { requestId: response.headers.get("request-id") ?? "", chunks, done: frames.at(-1) === "data: [DONE]" }
+}
+
+const hasText = (chunk: any): boolean =>
+  typeof chunk.choices?.[0]?.delta?.content === "string" &&
+  chunk.choices[0].delta.content !== ""
+
+describe.each<Kind>(["anthropic", "openai"])("%s upstream, a chat completions stream", (kind) => {
+  const side = sideOf(kind)
+  beforeEach(start)
+  afterEach(() => gateway.close(1000))
+
+  it("only keep-alives after content: an in-band timeout error after the idle timeout, the upstream aborted, billed", async () => {
+    side.fake().script({ kind: "keepAliveStall", afterEvents: 5 })
+    const started = Date.now()
+    const { chunks, done, requestId } = await askChat(gateway.url, side.main)
+    const elapsed = Date.now() - started
+    expect(chunks.some(hasText)).toBe(true)
+    // an error chunk, OpenRouter's way, then `[DONE]`: never a finish_reason of a complete answer
+    expect(done).toBe(true)
+    const last = chunks.at(-1)
+    expect(last?.error?.type).toBe("timeout_error")
+    expect(last?.choices?.[0]?.finish_reason).toBe("error")
+    expect(chunks.filter((chunk) => ["stop", "length"].includes(chunk.choices?.[0]?.finish_reason))).toHaveLength(0)
+    expect(elapsed, "cut after the idle timeout (400 ms), not when the upstream stopped pinging (5 s)").toBeLessThan(
+      3_000
+    )
+    await expect.poll(() => side.fake().aborted()).toBe(1)
+    const record = await recordOf(requestId)
+    expect(record).toMatchObject({ model: side.main, errorType: "timeout_error" })
+    expect(record.outputTokens).toBeGreaterThan(0)
+  })
 })
 
 describe.each(matrix)("%s upstream that tells no usage, %s", (kind, mode) => {

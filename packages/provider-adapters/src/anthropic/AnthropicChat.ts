@@ -4,7 +4,7 @@
  * `chat.completion.chunk`s as each event arrives (`ChatAnswer`). Other OpenAI-protocol APIs (embeddings, responses)
  * are `unsupported` here, so the executor tries the next endpoint.
  */
-import { OutputCap, Upstream, type Wire } from "@model-gateway/core"
+import { OutputCap, PullUntil, Upstream, type Wire } from "@model-gateway/core"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -72,6 +72,13 @@ const translated = (call: Upstream.OpenAiCall, stream: boolean) =>
     })
   )
 
+/**
+ * The first content of a Messages stream, as the Messages API's callers judge it: what the events before it give a
+ * chat client (its role chunk) is not content either.
+ */
+const isContentEvent = (event: Wire.StreamEvent): boolean =>
+  event.type === "content_block_delta" || event.type === "message_stop"
+
 const presentation = (call: Upstream.OpenAiCall) => {
   const reasoning = call.body.reasoning as { exclude?: unknown } | null | undefined
   return {
@@ -110,7 +117,9 @@ export const make = (calls: MessagesCalls) => ({
             includeUsage: true
           })
           let ended = false
-          const next: Upstream.JsonPull = Effect.flatMap(pull, (events) => {
+          const translate = (
+            events: Chunk.Chunk<Wire.StreamEvent> | undefined
+          ): Effect.Effect<Chunk.Chunk<Wire.JsonObject> | undefined, Upstream.UpstreamError> => {
             if (events === undefined) {
               if (ended) return Effect.succeed(undefined)
               ended = true
@@ -126,8 +135,15 @@ export const make = (calls: MessagesCalls) => ({
               for (const chunk of chunks.right) out.push(chunk)
             }
             return Effect.succeed(Chunk.unsafeFromArray(out))
-          })
-          return next
+          }
+          const next: Upstream.JsonPull = Effect.flatMap(pull, translate)
+          // Pulled until its first content as the Messages stream is (see `PullUntil`): the stream's deadline for it
+          // (`Timeouts.firstContentMs`) and what its idle time-out counts after it (`idleMs`) are the Messages
+          // stream's. The chat chunks' own test of content is the caller's, on what this gives.
+          const until = PullUntil.untilOf(pull)
+          return until === undefined
+            ? next
+            : PullUntil.withUntil(next, () => Effect.flatMap(until(isContentEvent), translate))
         })
     )
   }

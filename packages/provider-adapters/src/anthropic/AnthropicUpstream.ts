@@ -6,7 +6,7 @@
 import { OutputCap, Upstream, Wire } from "@model-gateway/core"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
-import { type EventDecoder, openEventStream } from "../internal/EventStream.js"
+import { type EventDecoder, KEEP_ALIVE, openEventStream } from "../internal/EventStream.js"
 import { excerpt } from "../internal/Failures.js"
 import * as JsonBody from "../internal/JsonBody.js"
 import * as Nesting from "../internal/Nesting.js"
@@ -80,7 +80,7 @@ const eventDecoder = (passThrough: boolean): EventDecoder<Wire.StreamEvent> => {
         if (event !== undefined) {
           out.push(event)
           // The stream's end, as OpenAI's `[DONE]` is: the body's own end is read after it (EventStream's `DRAIN_MS`).
-          if (name !== "message_stop") return
+          if (name !== "message_stop") return name === "ping" ? KEEP_ALIVE : undefined
           stopped = true
           return true
         }
@@ -98,8 +98,12 @@ const eventDecoder = (passThrough: boolean): EventDecoder<Wire.StreamEvent> => {
       // An event passed on as it came is sent as it came (its text kept, not serialised again).
       if (typeof data.type === "string") out.push(Wire.withRawData(data as Wire.StreamEvent, message.data))
       else out.push(Object.assign(data, { type: message.event ?? "message" }))
-      if (data.type === "message_stop") stopped = true
-      return stopped
+      if (data.type === "message_stop") {
+        stopped = true
+        return true
+      }
+      // Passed on, but not content: an upstream that only pings is silent (see EventStream's `KEEP_ALIVE`).
+      return data.type === "ping" ? KEEP_ALIVE : undefined
     },
     end: () => {
       if (!stopped) {

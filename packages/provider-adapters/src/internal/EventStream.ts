@@ -5,6 +5,11 @@
  * at all. The end of a stream's scope before the body was read to its end aborts the request; a body read to its end
  * is not aborted, nor one whose last event (or an in-band error) came and only its end is left: it is read to that
  * end (`DRAIN_MS`), so that its connection is reused.
+ *
+ * Keep-alives (SSE comments, which the parser drops; events that give nothing; those the decoder says are, see
+ * `KEEP_ALIVE`) are not content: once the first content came (a pull until's `stop` met), only a read with an event
+ * that gave something else re-arms the idle time-out (`Timeouts.idleMs`), so an upstream that only pings after it
+ * fails the stream in time.
  */
 import { PullUntil, Push, Upstream } from "@model-gateway/core"
 import * as Chunk from "effect/Chunk"
@@ -18,12 +23,21 @@ import type * as HttpClient from "./HttpClient.js"
 import { dispatch, type HttpCall, sourceOf, type Transport } from "./Transport.js"
 
 /**
+ * What `EventDecoder.event` returns for an event that only keeps the connection open (Anthropic's `ping`, a chunk that
+ * says nothing) but is passed on: it is not content, as an event that gives nothing is not (see `Timeouts.idleMs`).
+ */
+export const KEEP_ALIVE = "keep-alive" as const
+
+/**
  * What a stream's adapter makes of its server-sent events, as they arrive. Throwing an `UpstreamError` fails the
  * stream after the values decoded before it; anything else thrown is a defect.
  */
 export interface EventDecoder<A> {
-  /** Decodes one event, appending to `out`; returns true to end the stream there (the rest is not read). */
-  readonly event: (message: EventSourceMessage, out: Array<A>) => boolean | void
+  /**
+   * Decodes one event, appending to `out`; returns true to end the stream there (the rest is not read), `KEEP_ALIVE`
+   * for a keep-alive it appended.
+   */
+  readonly event: (message: EventSourceMessage, out: Array<A>) => boolean | typeof KEEP_ALIVE | void
   /** The body has ended (and no event ended the stream): appends the last values, or throws. */
   readonly end: (out: Array<A>) => void
 }
@@ -89,6 +103,11 @@ class EventStreamHandler<A> implements HttpClient.Handler {
   private contentCame = false
   /** The first content did not come in time: the upstream may go on, so the request is aborted, not drained. */
   private late = false
+  /** Re-arms the body's idle time-out (see `HttpClient.Handler.touches`): on every read until the first content. */
+  readonly touches = true
+  private touch: () => void = ignore
+  /** An event of the read being decoded gave a value that is not a keep-alive. */
+  private active = false
 
   private readonly source: ErrorSource
 
@@ -117,8 +136,12 @@ class EventStreamHandler<A> implements HttpClient.Handler {
 
   private onEvent(message: EventSourceMessage): void {
     if (this.stopped) return
+    const out = this.out
+    const before = out.length
     try {
-      if (this.decode.event(message, this.out) === true) this.ended = true
+      const decoded = this.decode.event(message, out)
+      if (decoded === true) this.ended = true
+      else if (decoded !== KEEP_ALIVE && out.length > before) this.active = true
     } catch (error) {
       this.fail(error)
     }
@@ -295,27 +318,39 @@ class EventStreamHandler<A> implements HttpClient.Handler {
     else this.abort = abort
   }
 
-  onHeaders(statusCode: number, headers: HttpClient.Headers, resume: () => void): boolean {
+  onHeaders(statusCode: number, headers: HttpClient.Headers, resume: () => void, touch: () => void): boolean {
     this.status = statusCode
     this.headers = headers
     this.resumeSocket = resume
+    this.touch = touch
     return true
   }
 
   onData(chunk: Buffer): boolean {
     if (this.drainTimer !== undefined) {
+      this.touch()
       this.drained += chunk.length
       if (this.drained > DRAIN_BYTES) this.abandon()
       return true
     }
     if (this.status >= 300) {
+      this.touch()
       this.errorChunks.push(chunk)
       this.errorLength += chunk.length
       return true
     }
-    if (this.stopped) return true
+    if (this.stopped) {
+      this.touch()
+      return true
+    }
     this.unpulled += chunk.length
     this.parser.feed(this.textOf(chunk))
+    // Until the first content, every read (its pings: the first content has a deadline of its own); after it, only a
+    // read that brought something other than keep-alives.
+    if (this.active || !this.contentCame) {
+      this.active = false
+      this.touch()
+    }
     if (this.writer !== undefined) {
       this.flush(this.writer)
       return !this.paused
@@ -414,6 +449,8 @@ class EventStreamHandler<A> implements HttpClient.Handler {
 }
 
 const abandonDrain = (handler: { readonly abandon: () => void }): void => handler.abandon()
+
+const ignore = (): void => {}
 
 const contentLate = (handler: { readonly contentLate: () => void }): void => handler.contentLate()
 

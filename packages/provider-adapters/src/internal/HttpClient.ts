@@ -7,7 +7,8 @@
  *
  * Time limits: `connectMs` from the moment a new socket is opened until it is connected (a reused keep-alive socket has
  * none), `headersMs` from the request until the response head, and `bodyMs` as the longest silence between two body
- * reads. One timer per request, re-armed rather than recreated per read.
+ * reads, or, for a handler that `touches`, between two reads it counts as content. One timer per request, re-armed
+ * rather than recreated per read.
  */
 import * as http from "node:http"
 import type { ClientRequest, IncomingHttpHeaders, IncomingMessage } from "node:http"
@@ -19,10 +20,18 @@ export type Headers = IncomingHttpHeaders
 
 /** What a request's reader is told, in order: connect, then head, data and end, or an error at any point. */
 export interface Handler {
+  /**
+   * The handler says which reads of the body are content: `bodyMs` is then re-armed by `touch` (given with the head),
+   * not by every read. For a stream whose keep-alives are not content (see `EventStream`).
+   */
+  readonly touches?: boolean
   /** Called once, before anything else: `abort` ends the request at any point (no handler call follows). */
   onConnect(abort: (reason?: Error) => void): void
-  /** The response head; returning false pauses the body until `resume` is called. */
-  onHeaders(status: number, headers: Headers, resume: () => void): boolean
+  /**
+   * The response head; returning false pauses the body until `resume` is called. `touch` re-arms the body's time
+   * limit, for a handler that `touches` (a no-op for the others, whose every read re-arms it).
+   */
+  onHeaders(status: number, headers: Headers, resume: () => void, touch: () => void): boolean
   /** One network read of the body; returning false pauses the body until `resume` (given with the head) is called. */
   onData(chunk: Buffer): boolean
   /** The body has ended. */
@@ -33,12 +42,15 @@ export interface Handler {
 
 /** A request or its answer took longer than its time limit. */
 export class TimeoutError extends Error {
-  constructor(readonly phase: "connect" | "headers" | "body", readonly ms: number) {
+  /** `touched`: the body's limit was re-armed by its handler, by content alone (see `Handler.touches`). */
+  constructor(readonly phase: "connect" | "headers" | "body", readonly ms: number, touched = false) {
     super(
       phase === "connect"
         ? `connecting took longer than ${ms} ms`
         : phase === "headers"
         ? `no response head within ${ms} ms`
+        : touched
+        ? `the body sent no content for ${ms} ms`
         : `the body was silent for ${ms} ms`
     )
     this.name = "TimeoutError"
@@ -233,6 +245,7 @@ export interface Request {
  */
 export const post = (pool: Pool, target: Target, request: Request, handler: Handler): void => {
   const { bodyMs, connectMs, headersMs } = request
+  const touched = handler.touches === true
   const options: http.RequestOptions = {
     agent: pool.agent(target.secure),
     hostname: target.hostname,
@@ -268,13 +281,19 @@ export const post = (pool: Pool, target: Target, request: Request, handler: Hand
   }
   const expire = (phase: "connect" | "headers" | "body", ms: number): void => {
     if (done) return
-    const error = new TimeoutError(phase, ms)
+    const error = new TimeoutError(phase, ms, touched && phase === "body")
     finish(error)
     req?.destroy(error)
   }
   const resume = (): void => {
     if (!done) response?.resume()
   }
+  // Made for a handler that touches only: a request of the others makes no closure for it.
+  const touch = touched
+    ? (): void => {
+      if (!done) timer!.refresh()
+    }
+    : ignore
 
   const send = (text: Body): void => {
     const sent = (target.secure ? https : http).request(options)
@@ -315,7 +334,7 @@ export const post = (pool: Pool, target: Target, request: Request, handler: Hand
       timer = setTimeout(expire, bodyMs, "body", bodyMs)
       res.on("data", (chunk: Buffer) => {
         if (done) return
-        timer!.refresh()
+        if (!touched) timer!.refresh()
         if (!handler.onData(chunk)) res.pause()
       })
       res.on("end", () => finish(undefined))
@@ -323,7 +342,7 @@ export const post = (pool: Pool, target: Target, request: Request, handler: Hand
       res.on("close", () => {
         if (!res.complete) finish(new PrematureCloseError())
       })
-      if (!handler.onHeaders(res.statusCode ?? 0, res.headers, resume)) res.pause()
+      if (!handler.onHeaders(res.statusCode ?? 0, res.headers, resume, touch)) res.pause()
     })
     sendAtTurnEnd(sent, text)
   }
@@ -333,6 +352,8 @@ export const post = (pool: Pool, target: Target, request: Request, handler: Hand
   timer = setTimeout(expire, headersMs, "headers", headersMs)
   send(request.body)
 }
+
+const ignore = (): void => {}
 
 /** At most this many times: the pool's other idle connections may have been closed at the same moment. */
 const STALE_RETRIES = 3

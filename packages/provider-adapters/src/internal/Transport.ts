@@ -33,7 +33,10 @@ export interface Timeouts {
   readonly requestMs: number
   /** A streamed request: until the response headers arrive. */
   readonly firstByteMs: number
-  /** A streamed request: the longest silence between two body chunks (a stall). */
+  /**
+   * A streamed request: the longest silence between two body chunks (a stall) until its first content; after it, the
+   * longest time without content: keep-alives (comments, pings, chunks that say nothing) do not re-arm it.
+   */
   readonly idleMs: number
   /**
    * A streamed request: until its first content (text, thinking, a tool call), counted from the request; pings and

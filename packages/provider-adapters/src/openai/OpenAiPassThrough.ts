@@ -8,7 +8,7 @@ import { ChunkTemplate, JsonSource, Upstream } from "@model-gateway/core"
 import type { Wire } from "@model-gateway/core"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
-import { openEventStream } from "../internal/EventStream.js"
+import { KEEP_ALIVE, openEventStream } from "../internal/EventStream.js"
 import { excerpt } from "../internal/Failures.js"
 import * as JsonBody from "../internal/JsonBody.js"
 import * as Nesting from "../internal/Nesting.js"
@@ -71,6 +71,32 @@ const responsesError = (data: Wire.JsonObject): Upstream.UpstreamError | undefin
     return OpenAiTranslate.classifyInBandError(response?.error ?? { message: "the upstream response failed" })
   }
   return undefined
+}
+
+/** A value a keep-alive's delta may hold: nothing (the `role` of a delta is not content either). */
+const isNothing = (value: unknown): boolean =>
+  value === null || value === undefined || value === "" || (Array.isArray(value) && value.length === 0)
+
+/**
+ * A chat chunk that says nothing, which some servers send to keep a stream open: no usage, and no choice with a
+ * `finish_reason` or anything in its delta but its `role`. Not content (see EventStream's `KEEP_ALIVE`).
+ */
+export const saysNothing = (chunk: Wire.JsonObject): boolean => {
+  if (!isNothing(chunk.usage)) return false
+  const choices = chunk.choices
+  if (!Array.isArray(choices)) return false
+  for (const choice of choices) {
+    if (typeof choice !== "object" || choice === null) return false
+    const { delta, finish_reason } = choice as Wire.JsonObject
+    if (!isNothing(finish_reason)) return false
+    if (isNothing(delta)) continue
+    if (typeof delta !== "object") return false
+    // `for in`, not `Object.keys`: no array per chunk (a parsed chunk has no inherited keys).
+    for (const key in delta) {
+      if (key !== "role" && !isNothing((delta as Wire.JsonObject)[key])) return false
+    }
+  }
+  return true
 }
 
 const answerWithout = (what: string) =>
@@ -151,7 +177,7 @@ export const make = (transport: Transport, options: PassThroughOptions) => {
           const text = shortcut!.text(message.data)
           if (text !== undefined) {
             out.push(ChunkTemplate.fill(template, text, shortcut!.padding()))
-            return
+            return text === "" ? KEEP_ALIVE : undefined
           }
         }
         if (Nesting.tooDeep(message.data)) throw tooDeep
@@ -176,6 +202,7 @@ export const make = (transport: Transport, options: PassThroughOptions) => {
           }
         }
         out.push(data)
+        return api === "chat" && saysNothing(data) ? KEEP_ALIVE : undefined
       },
       end: () => {}
     })

@@ -196,6 +196,8 @@ const protocol = (acceptBearer: boolean): Protocol => ({
     )
     return events
   },
+  // Anthropic pings while the model works; a comment too, which SSE lets any server send.
+  keepAlives: () => [frame({ type: "ping" }), ": keep-alive\n\n"],
   malformedEvent: "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{oops\n\n",
   errorEvent: (status) => frame({ type: "error", error: errorDetail(status) } as { type: string }),
   defaultErrorEventStatus: 529

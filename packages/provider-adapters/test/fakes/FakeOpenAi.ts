@@ -305,6 +305,21 @@ const protocol: Protocol = {
     },
     answer: (body) => speechAnswer(body)
   },
+  // OpenAI-compatible servers keep a stream open with comments (OpenRouter's `: OPENROUTER PROCESSING`), some with
+  // chunks that say nothing.
+  keepAlives: (body, path) => {
+    const comments = [": keep-alive\n\n", ": OPENROUTER PROCESSING\n\n"]
+    if (path === "/v1/responses") return comments
+    const empty = {
+      id: "chatcmpl-fake-keep-alive",
+      object: "chat.completion.chunk",
+      created: Math.floor(Date.now() / 1000),
+      model: body.model,
+      choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: null }]
+    }
+    const nothing = { ...empty, choices: [{ index: 0, delta: { content: "" }, logprobs: null, finish_reason: null }] }
+    return [...comments, `data: ${JSON.stringify(empty)}\n\n`, `data: ${JSON.stringify(nothing)}\n\n`]
+  },
   malformedEvent: "data: {\"id\":\"chatcmpl-fake\",\"choices\":[{oops\n\n",
   errorEvent: (status) => `data: ${JSON.stringify({ error: errorDetail(status) })}\n\n`,
   defaultErrorEventStatus: 500

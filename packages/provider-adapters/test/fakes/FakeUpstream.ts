@@ -25,6 +25,17 @@ export type Behaviour =
   | { readonly kind: "cut"; readonly afterEvents: number; readonly chunkDelayMs?: number }
   | { readonly kind: "malformed"; readonly afterEvents: number; readonly chunkDelayMs?: number }
   | { readonly kind: "stall"; readonly afterEvents: number; readonly chunkDelayMs?: number }
+  /**
+   * After that many frames, nothing but the protocol's keep-alives (see `Protocol.keepAlives`), `everyMs` apart (50 ms
+   * by default), for `forMs` (5 s); then the body ends, without its terminal frame. JSON: as `stall`.
+   */
+  | {
+    readonly kind: "keepAliveStall"
+    readonly afterEvents: number
+    readonly everyMs?: number
+    readonly forMs?: number
+    readonly chunkDelayMs?: number
+  }
   /** Ends the answer cleanly after that many frames, without its terminal frame (JSON: a clean half body). */
   | { readonly kind: "end"; readonly afterEvents: number; readonly chunkDelayMs?: number }
   | {
@@ -149,6 +160,11 @@ export interface Protocol {
   readonly json: (body: any, reply: Reply, ids: Ids, path: string) => unknown
   readonly events: (body: any, reply: Reply, ids: Ids, path: string) => Array<string>
   readonly malformedEvent: string
+  /**
+   * The frames a stream of `path` keeps its connection open with while the model works, written in turn by
+   * `keepAliveStall`: SSE comments, and the events the protocol has for it.
+   */
+  readonly keepAlives: (body: any, path: string) => ReadonlyArray<string>
   readonly errorEvent: (status: number, requestId: string) => string
   readonly defaultErrorEventStatus: number
 }
@@ -237,13 +253,30 @@ export const startFake = async (protocol: Protocol, options: FakeUpstreamOptions
     res.end(text)
   }
 
+  /** Writes keep-alives, `everyMs` apart, for `forMs` or until the client leaves; then ends the body. */
+  const keepAlive = async (
+    ex: Exchange,
+    res: Http.ServerResponse,
+    frames: ReadonlyArray<string>,
+    everyMs: number,
+    forMs: number
+  ) => {
+    const until = Date.now() + forMs
+    for (let i = 0; !ex.gone && Date.now() < until; i++) {
+      await write(ex, res, frames[i % frames.length])
+      await wait(ex, everyMs)
+    }
+    if (!ex.gone) res.end()
+  }
+
   const stream = async (
     ex: Exchange,
     res: Http.ServerResponse,
     behaviour: Behaviour,
     events: Array<string>,
     base: Record<string, string>,
-    requestId: string
+    requestId: string,
+    keepAlives: ReadonlyArray<string>
   ) => {
     res.writeHead(200, {
       ...base,
@@ -262,6 +295,8 @@ export const startFake = async (protocol: Protocol, options: FakeUpstreamOptions
             return kill(ex, res)
           case "stall":
             return
+          case "keepAliveStall":
+            return keepAlive(ex, res, keepAlives, behaviour.everyMs ?? 50, behaviour.forMs ?? 5_000)
           case "end":
             return void res.end()
           case "errorEvent":
@@ -295,6 +330,7 @@ export const startFake = async (protocol: Protocol, options: FakeUpstreamOptions
     switch (behaviour.kind) {
       case "cut":
       case "stall":
+      case "keepAliveStall":
         res.writeHead(200, { ...headers, "content-length": String(Buffer.byteLength(text)) })
         await write(ex, res, half)
         if (behaviour.kind === "cut") kill(ex, res)
@@ -328,14 +364,14 @@ export const startFake = async (protocol: Protocol, options: FakeUpstreamOptions
     for (let i = 0; i < answer.chunks.length; i++) {
       if (ex.gone) return
       if (i === faultAt) {
-        if (behaviour.kind === "stall") return
+        if (behaviour.kind === "stall" || behaviour.kind === "keepAliveStall") return
         return kill(ex, res)
       }
       await new Promise<void>((resolve) => (ex.gone ? resolve() : res.write(answer.chunks[i], () => resolve())))
       if (chunkDelayMs > 0 && i < answer.chunks.length - 1) await wait(ex, chunkDelayMs)
     }
     if (faultAt >= answer.chunks.length) {
-      if (behaviour.kind === "stall") return
+      if (behaviour.kind === "stall" || behaviour.kind === "keepAliveStall") return
       return kill(ex, res)
     }
     if (!ex.gone) res.end()
@@ -400,7 +436,8 @@ export const startFake = async (protocol: Protocol, options: FakeUpstreamOptions
     if (behaviour.kind === "ok" && behaviour.latencyMs) await wait(ex, behaviour.latencyMs)
     if (ex.gone) return
     if (body.stream === true) {
-      return stream(ex, res, behaviour, protocol.events(body, reply, ids, recorded.path), base, requestId)
+      const events = protocol.events(body, reply, ids, recorded.path)
+      return stream(ex, res, behaviour, events, base, requestId, protocol.keepAlives(body, recorded.path))
     }
     return single(ex, res, behaviour, protocol.json(body, reply, ids, recorded.path), base, requestId)
   }
