@@ -1,7 +1,7 @@
 /**
- * The Anthropic Messages adapter: forwards the request as the client sent it (only the model id is
- * the endpoint's upstream id, and a request without `max_tokens` is given the default one) and passes the answer and every stream event through faithfully —
- * thinking and signatures, tool_use, server tool blocks, citations, cache usage fields.
+ * The Anthropic Messages adapter: forwards the request as the client sent it (only the model id is the endpoint's
+ * upstream id, and a request without `max_tokens` is given the endpoint's cap) and passes the answer and every stream
+ * event through faithfully — thinking and signatures, tool_use, server tool blocks, citations, cache usage fields.
  */
 import { OutputCap, Upstream, Wire } from "@model-gateway/core"
 import * as Effect from "effect/Effect"
