@@ -8,13 +8,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "@effect/vi
 import { type Catalogue, JsonSource, PullUntil, type Upstream, Wire } from "@model-gateway/core"
 import * as Chunk from "effect/Chunk"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
-import type * as Scope from "effect/Scope"
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import * as AnthropicUpstream from "../src/anthropic/AnthropicUpstream.js"
 import { type FakeUpstream, startFakeAnthropic } from "./fakes/index.js"
+import { afterKeepAlives } from "./KeepAlives.js"
 
 const servers: Array<Server> = []
 
@@ -257,35 +256,6 @@ describe("AnthropicUpstream: the output cap (Anthropic requires max_tokens, the 
     }).pipe(Effect.scoped))
 })
 
-/**
- * A stream of `open` on an upstream that sends a few events, then only keep-alives (pings and comments, every 50 ms,
- * for 5 s): pulled until its first content as the executor does (see `PullUntil`), then plainly. What it gave before
- * failing, how, and when.
- */
-const afterKeepAlives = <A>(
-  fake: FakeUpstream,
-  open: Effect.Effect<
-    Effect.Effect<Chunk.Chunk<A> | undefined, Upstream.UpstreamError>,
-    Upstream.UpstreamError,
-    Scope.Scope
-  >,
-  isContent: (value: A) => boolean
-) =>
-  Effect.scoped(Effect.gen(function*() {
-    fake.script({ kind: "keepAliveStall", afterEvents: 5 })
-    const started = Date.now()
-    const pull = yield* open
-    const values: Array<A> = []
-    let next = PullUntil.untilOf(pull)!(isContent)
-    for (;;) {
-      const chunk = yield* Effect.either(next)
-      if (Either.isLeft(chunk)) return { values, error: chunk.left, elapsed: Date.now() - started }
-      if (chunk.right === undefined) return { values, error: undefined, elapsed: Date.now() - started }
-      values.push(...Chunk.toReadonlyArray(chunk.right))
-      next = pull
-    }
-  }))
-
 describe("AnthropicUpstream, an upstream that only pings", () => {
   let fake: FakeUpstream
   beforeAll(async () => {
@@ -308,6 +278,7 @@ describe("AnthropicUpstream, an upstream that only pings", () => {
         const upstream = yield* AnthropicUpstream.make({ baseUrl: fake.url, apiKey: "k", timeouts: { idleMs: 200 } })
         const got = yield* afterKeepAlives(
           fake,
+          5,
           upstream.streamMessage(messagesCall(passThrough)),
           (event: Wire.StreamEvent) => event.type === "content_block_delta"
         )
@@ -326,6 +297,7 @@ describe("AnthropicUpstream, an upstream that only pings", () => {
       const upstream = yield* AnthropicUpstream.make({ baseUrl: fake.url, apiKey: "k", timeouts: { idleMs: 200 } })
       const got = yield* afterKeepAlives(
         fake,
+        5,
         upstream.streamOpenAi!({
           api: "chat",
           endpoint,

@@ -4,44 +4,14 @@
  * `/v1/messages` or passed through for chat completions, each times out after `idleMs` and its request is aborted.
  */
 import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
-import { type Catalogue, PullUntil, type Upstream, type Wire } from "@model-gateway/core"
-import * as Chunk from "effect/Chunk"
+import type { Catalogue, Wire } from "@model-gateway/core"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
-import type * as Scope from "effect/Scope"
 import * as OpenAiPassThrough from "../src/openai/OpenAiPassThrough.js"
 import * as OpenAiUpstream from "../src/openai/OpenAiUpstream.js"
 import { type FakeUpstream, startFakeOpenAi } from "./fakes/index.js"
+import { afterKeepAlives } from "./KeepAlives.js"
 
 const endpoint = { id: "m@up", modelId: "m", provider: "up", upstreamModel: "gpt-up" } as Catalogue.Endpoint
-
-/**
- * A stream of `open` on an upstream that sends a few chunks, then only keep-alives (every 50 ms, for 5 s): pulled until
- * its first content as the executor does (see `PullUntil`), then plainly. What it gave before failing, how, and when.
- */
-const afterKeepAlives = <A>(
-  fake: FakeUpstream,
-  open: Effect.Effect<
-    Effect.Effect<Chunk.Chunk<A> | undefined, Upstream.UpstreamError>,
-    Upstream.UpstreamError,
-    Scope.Scope
-  >,
-  isContent: (value: A) => boolean
-) =>
-  Effect.scoped(Effect.gen(function*() {
-    fake.script({ kind: "keepAliveStall", afterEvents: 4 })
-    const started = Date.now()
-    const pull = yield* open
-    const values: Array<A> = []
-    let next = PullUntil.untilOf(pull)!(isContent)
-    for (;;) {
-      const chunk = yield* Effect.either(next)
-      if (Either.isLeft(chunk)) return { values, error: chunk.left, elapsed: Date.now() - started }
-      if (chunk.right === undefined) return { values, error: undefined, elapsed: Date.now() - started }
-      values.push(...Chunk.toReadonlyArray(chunk.right))
-      next = pull
-    }
-  }))
 
 describe("OpenAiUpstream, an upstream that only keeps the stream open after content", () => {
   let fake: FakeUpstream
@@ -58,6 +28,7 @@ describe("OpenAiUpstream, an upstream that only keeps the stream open after cont
       const upstream = yield* OpenAiUpstream.make({ baseUrl: fake.url, apiKey: "k", timeouts: { idleMs: 200 } })
       const got = yield* afterKeepAlives(
         fake,
+        4,
         upstream.streamMessage({ endpoint, body: { model: "m", max_tokens: 20, messages }, headers: {} }),
         (event: Wire.StreamEvent) => event.type === "content_block_delta"
       )
@@ -73,6 +44,7 @@ describe("OpenAiUpstream, an upstream that only keeps the stream open after cont
       const upstream = yield* OpenAiUpstream.make({ baseUrl: fake.url, apiKey: "k", timeouts: { idleMs: 200 } })
       const got = yield* afterKeepAlives(
         fake,
+        4,
         upstream.streamOpenAi!({
           api: "chat",
           endpoint,
