@@ -53,18 +53,46 @@ const EXPECTED_LITERAL = /^Expected ("(?:[^"\\]|\\.)*"(?: \| "(?:[^"\\]|\\.)*")*
  * The first bad key and what is wrong with it, in one line. A value outside an enumeration lists every allowed value
  * (Schema reports one issue per member of a union of literals).
  */
-const firstProblem = (error: ParseResult.ParseError): string => {
+const firstProblem = (error: ParseResult.ParseError, raw: unknown): string => {
   const issues = ParseResult.ArrayFormatter.formatErrorSync(error)
   const first = issues[0]
   const path = pathOf(first.path)
   // An optional key's union also reports "Expected undefined": not an allowed value worth listing.
   const here = issues.filter((issue) => pathOf(issue.path) === path && !issue.message.startsWith("Expected undefined,"))
   const literals = here.map((issue) => EXPECTED_LITERAL.exec(issue.message))
-  if (literals.every((m) => m !== null)) {
-    const allowed = [...new Set(literals.flatMap((m) => m![1].split(" | ")))]
-    return `configuration key ${path}: must be one of ${allowed.join(", ")} (got ${literals[0]![2]})`
+  const problem = literals.every((m) => m !== null)
+    ? `must be one of ${[...new Set(literals.flatMap((m) => m![1].split(" | ")))].join(", ")} (got ${literals[0]![2]})`
+    : readable(first.message)
+  return `configuration key ${path}: ${redacted(problem, raw, first.path)}`
+}
+
+/**
+ * Keys whose values are secrets or may hold one: the gateway's keys, a provider's `apiKey` and `headers`, a storage or
+ * Redis URL (its password). Matched on any segment of a key's path; a model whose name matches only hides more.
+ */
+const SENSITIVE = /key|secret|token|password|authorization|headers|url$|^storage$/i
+
+/** The strings within `value`, however it is shaped (a secret may sit anywhere in a value of the wrong type). */
+const stringsOf = (value: unknown, out: Array<string> = []): Array<string> => {
+  if (typeof value === "string") out.push(value)
+  else if (value !== null && typeof value === "object") { for (const v of Object.values(value)) stringsOf(v, out) }
+  return out
+}
+
+/**
+ * `message` without the text of the value at `path` when that value may be a secret: a key written where an object is
+ * expected ("actual \"sk-...\"") would otherwise be printed at start, and written to the log by a refused reload.
+ */
+const redacted = (message: string, raw: unknown, path: ReadonlyArray<PropertyKey>): string => {
+  if (!path.some((p) => typeof p === "string" && SENSITIVE.test(p))) return message
+  let value: unknown = raw
+  for (const p of path) value = value !== null && typeof value === "object" ? (value as any)[p] : undefined
+  let out = message
+  for (const text of stringsOf(value)) {
+    if (text === "") continue
+    out = out.split(text).join("<redacted>").split(JSON.stringify(text).slice(1, -1)).join("<redacted>")
   }
-  return `configuration key ${path}: ${readable(first.message)}`
+  return out
 }
 
 /** Schema's text for an object or array type (`{ readonly [x: string]: { ... } }`): a whole type, often hundreds of characters. */
@@ -102,7 +130,7 @@ export const decode = (raw: unknown, env: Readonly<Record<string, string | undef
     }
     result = lenient(expanded)
   }
-  if (Either.isLeft(result)) throw new ConfigError({ message: firstProblem(result.left) })
+  if (Either.isLeft(result)) throw new ConfigError({ message: firstProblem(result.left, expanded) })
   const config = result.right
   for (const [modelId, model] of Object.entries(config.models)) {
     model.endpoints.forEach((endpoint, i) => {

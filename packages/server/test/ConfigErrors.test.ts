@@ -25,6 +25,38 @@ describe("configuration errors", () => {
     expect(problem(raw)).toBe(message)
   })
 
+  const provider = { p: { kind: "anthropic", baseUrl: "https://x" } }
+  it.each([
+    [{ keys: ["sk-live-VERYSECRET-0001"] }, "configuration key keys[0]: Expected Struct (Encoded side), actual"],
+    [{ keys: [{ key: { value: "sk-live-VERYSECRET-0002" } }] }, "configuration key keys[0].key:"],
+    [
+      { providers: { p: { ...provider.p, apiKey: ["sk-ant-VERYSECRET-0003"] } } },
+      "configuration key providers.p.apiKey:"
+    ],
+    [{ providers: { p: { ...provider.p, headers: { "x-token": 7, "x-key": ["VERYSECRET-0005"] } } } }, "headers"],
+    [{ storage: { url: "postgres://u:VERYSECRET-0006@db/x" } }, "configuration key storage"]
+  ])("never print a secret written in the wrong shape, only where it is and what it should be (%j)", (raw, start) => {
+    const message = problem(raw)
+    expect(message).toContain(start)
+    expect(message).not.toContain("VERYSECRET")
+  })
+
+  it("never print a secret that came from the environment", () => {
+    const raw = { keys: ["${SECRET_ENV_KEY}"] }
+    let message = ""
+    try {
+      decode(raw, { SECRET_ENV_KEY: "sk-from-env-VERYSECRET-0004" })
+    } catch (error) {
+      message = (error as ConfigError).message
+    }
+    expect(message).toContain("configuration key keys[0]")
+    expect(message).not.toContain("VERYSECRET")
+  })
+
+  it("still show a value that is no secret, to say what was wrong", () => {
+    expect(problem({ providers: { p: { kind: "anthropc", baseUrl: "https://x" } } })).toContain("anthropc")
+  })
+
   it("name the variable of a ${VAR} that is not set, with its key", () => {
     const { warnings } = decode({
       providers: { p: { kind: "anthropic", baseUrl: "https://x", apiKey: "${P_KEY}" } },
