@@ -54,9 +54,11 @@ export const command = (logging: Logging.Logging) => {
       Options.optional,
       Options.withDescription("the most the key may spend per budget period, in USD (e.g. 25 or 0.50)")
     ),
-    budgetPeriod: Options.choice("budget-period", ["day", "week", "month"]).pipe(
-      Options.withDefault("month" as const),
-      Options.withDescription("the budget's period, in UTC (weeks start on Monday)")
+    // Text, checked with the other flags (`KeysCommand.limitsOf`): a period without a budget is refused there, and a
+    // wrong one named by its flag.
+    budgetPeriod: Options.text("budget-period").pipe(
+      Options.optional,
+      Options.withDescription("the budget's period: day, week or month (default month), in UTC (weeks start on Monday)")
     )
   }, KeysCommand.create).pipe(Command.withDescription("Make a key; it is printed once, only its digest is stored."))
   const list = Command.make("list", { json: Options.boolean("json") }, KeysCommand.list).pipe(

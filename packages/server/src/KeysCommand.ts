@@ -33,7 +33,7 @@ export interface CreateOptions {
   readonly inputTokensPerMinute?: Option.Option<number> | undefined
   readonly outputTokensPerMinute?: Option.Option<number> | undefined
   readonly budgetUsd?: Option.Option<string> | undefined
-  readonly budgetPeriod?: Limits.BudgetPeriod | undefined
+  readonly budgetPeriod?: Option.Option<string> | undefined
 }
 
 /** A flag's value was not usable (a limit that is not a positive whole number, a budget that is not an amount). */
@@ -55,11 +55,17 @@ export const limitsOf = (options: CreateOptions): Limits.Limits | undefined => {
   if (usd !== undefined && nanoUsd === undefined) {
     throw new BadOption(`--budget-usd must be an amount of USD such as 25 or 0.50 (got ${usd})`)
   }
+  const period = options.budgetPeriod === undefined ? undefined : Option.getOrUndefined(options.budgetPeriod)
+  if (period !== undefined && !(Limits.budgetPeriods as ReadonlyArray<string>).includes(period)) {
+    throw new BadOption(`--budget-period must be one of ${Limits.budgetPeriods.join(", ")} (got ${period})`)
+  }
+  // A period alone would make a key without a budget, and say nothing: refused, as a budget that is not an amount is.
+  if (period !== undefined && usd === undefined) throw new BadOption("--budget-period needs --budget-usd")
   const limits: Limits.Limits = {
     requestsPerMinute: count("requests-per-minute", options.requestsPerMinute),
     inputTokensPerMinute: count("input-tokens-per-minute", options.inputTokensPerMinute),
     outputTokensPerMinute: count("output-tokens-per-minute", options.outputTokensPerMinute),
-    budget: nanoUsd === undefined ? undefined : { nanoUsd, period: options.budgetPeriod ?? "month" }
+    budget: nanoUsd === undefined ? undefined : { nanoUsd, period: (period ?? "month") as Limits.BudgetPeriod }
   }
   return Limits.isUnlimited(limits) ? undefined : limits
 }

@@ -53,7 +53,7 @@ describe("keys create's limit flags", () => {
       requestsPerMinute: Option.some(60),
       outputTokensPerMinute: Option.some(40_000),
       budgetUsd: Option.some("25"),
-      budgetPeriod: "day"
+      budgetPeriod: Option.some("day")
     })
     expect(limits).toEqual({
       requestsPerMinute: 60,
@@ -70,5 +70,15 @@ describe("keys create's limit flags", () => {
       /--requests-per-minute must be a whole number above 0/
     )
     expect(() => KeysCommand.limitsOf({ ...base, budgetUsd: Option.some("ten") })).toThrow(/--budget-usd must be/)
+  })
+
+  it("refuse a budget period without a budget (it made an unlimited key), and name the flag of a wrong period", () => {
+    expect(() => KeysCommand.limitsOf({ ...base, budgetPeriod: Option.some("day") })).toThrow(
+      "--budget-period needs --budget-usd"
+    )
+    expect(() => KeysCommand.limitsOf({ ...base, budgetUsd: Option.some("5"), budgetPeriod: Option.some("year") }))
+      .toThrow("--budget-period must be one of day, week, month (got year)")
+    expect(KeysCommand.limitsOf({ ...base, budgetUsd: Option.some("5"), budgetPeriod: Option.none() })?.budget)
+      .toEqual({ nanoUsd: 5_000_000_000, period: "month" })
   })
 })
