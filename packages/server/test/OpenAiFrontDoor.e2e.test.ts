@@ -27,6 +27,13 @@ beforeAll(async () => {
           upstreamModel: "open-fake-1",
           pricing: { prompt: "0.000001", completion: "0" }
         }]
+      },
+      // Two endpoints of one provider: a failure of the first falls back to the second.
+      "acme/twin": {
+        endpoints: [
+          { provider: "acme", upstreamModel: "twin-fake-1", pricing: { prompt: "0.000001", completion: "0.000002" } },
+          { provider: "acme", upstreamModel: "twin-fake-2", pricing: { prompt: "0.000001", completion: "0.000002" } }
+        ]
       }
     }
   })
@@ -762,6 +769,46 @@ describe("embeddings and responses", () => {
     // neither upstream request was aborted: their bodies' ends were read after the streams
     await expect.poll(() => h.openai.inFlight(), { timeout: 2_000 }).toBe(0)
     expect(h.openai.aborted()).toBe(0)
+  })
+})
+
+const usageRecords = () =>
+  h.gateway.gateway.runtime.runPromise(
+    Effect.flatMap(UsageLog.UsageLog, (log) => Effect.zipRight(log.flush, log.list({ limit: 100 })))
+  )
+
+describe("a Responses stream failing before its first delta (pitfall 3)", () => {
+  // OpenAI sends `response.created`, `in_progress`, `output_item.added` and `content_part.added` before the first
+  // delta: none of them is content, and an upstream that fails after them is one that never answered.
+  it.each([
+    ["output_item.added", 3],
+    ["content_part.added", 4]
+  ])("falls back to the next endpoint after %s: one clean stream, billed once", async (_name, afterEvents) => {
+    const before = new Set((await usageRecords()).map((r) => r.requestId))
+    h.openai.script({ kind: "cut", afterEvents })
+    const stream = client.responses.stream({ model: "acme/twin", input: "one two three" })
+    const events: Array<{ type: string; sequence_number: number }> = []
+    stream.on("event", (event) => events.push(event))
+    const response = await stream.finalResponse()
+    expect(response.output_text).toBe("Echo: one two three")
+    expect(response.model).toBe("acme/twin")
+    // The planner may try either first (equal prices): the one asked second answered.
+    const asked = h.openai.requests.map((r) => r.body.model)
+    expect([...asked].sort()).toEqual(["twin-fake-1", "twin-fake-2"])
+    expect(events.filter((e) => e.type === "response.created")).toHaveLength(1)
+    expect(events.at(-1)!.type).toBe("response.completed")
+    expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, n) => n))
+    const records = (await usageRecords()).filter((r) => !before.has(r.requestId))
+    expect(records).toHaveLength(1)
+    const record = records[0]
+    expect(record).toMatchObject({
+      route: "POST /v1/responses",
+      status: 200,
+      errorType: null,
+      attempts: 2,
+      outputTokens: response.usage!.output_tokens
+    })
+    expect(record.endpointId).toBe(asked[1] === "twin-fake-1" ? "acme/twin@acme" : "acme/twin@acme#2")
   })
 })
 

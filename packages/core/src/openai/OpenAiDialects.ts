@@ -234,9 +234,21 @@ export const chat = (
 // responses
 // -----------------------------------------------------------------------------
 
-const RESPONSE_EVENTS = new Set(["response.created", "response.in_progress", "response.queued"])
-
 const isResponseEnd = (event: JsonObject) => event.type === "response.completed" || event.type === "response.incomplete"
+
+/**
+ * The first event a stream commits to: one that carries generated output (any `*.delta`, an image's `partial_image`),
+ * a whole part or item (`*.done`), or the end. The others are held back as `response.created` is, so that a failure
+ * before them can still fall back: the structure OpenAI sends before every first delta (`output_item.added`,
+ * `content_part.added`, `reasoning_summary_part.added`, empty), and a tool call's progress (`web_search_call.searching`).
+ * A reasoning item can sit there for seconds.
+ */
+const isResponseContent = (event: JsonObject): boolean => {
+  const type = event.type
+  return typeof type === "string" &&
+    (type.endsWith(".delta") || type.endsWith(".done") || isResponseEnd(event) ||
+      type === "response.image_generation_call.partial_image")
+}
 
 /** The characters of content an event carries: a delta's text or arguments (audio's bytes are not text). */
 const generatedBy = (event: JsonObject): number =>
@@ -289,7 +301,7 @@ export const responses = (calls: Calls): Dialect<JsonObject, JsonObject> => ({
   streamUsage: OpenAiUsage.responses,
   respond: respondResponses,
   frames: {
-    isContent: (event) => !RESPONSE_EVENTS.has(String(event.type)),
+    isContent: isResponseContent,
     isEnd: isResponseEnd,
     frame: responseFrame,
     error: (error) => {

@@ -148,14 +148,22 @@ const responseEvents = (body: any, reply: Reply, ids: { readonly next: (name: st
   const event = (type: string, data: Record<string, unknown>) =>
     `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence++, ...data })}\n\n`
   const item = { type: "message", id: "msg_fake", status: "in_progress", role: "assistant", content: [] }
+  const part = (text: string) => ({ type: "output_text", text, annotations: [] })
+  const at = { item_id: "msg_fake", output_index: 0, content_index: 0 }
+  const text = reply.text ?? ""
+  // OpenAI's order: the item and its content part are added (empty) before the first delta, done after the last.
   return [
     event("response.created", { response: started }),
     event("response.in_progress", { response: started }),
     event("response.output_item.added", { output_index: 0, item }),
-    ...splitWords(reply.text ?? "").map((delta) =>
-      event("response.output_text.delta", { item_id: "msg_fake", output_index: 0, content_index: 0, delta })
-    ),
-    event("response.output_text.done", { item_id: "msg_fake", output_index: 0, content_index: 0, text: reply.text }),
+    event("response.content_part.added", { ...at, part: part("") }),
+    ...splitWords(text).map((delta) => event("response.output_text.delta", { ...at, delta })),
+    event("response.output_text.done", { ...at, text }),
+    event("response.content_part.done", { ...at, part: part(text) }),
+    event("response.output_item.done", {
+      output_index: 0,
+      item: { ...item, status: "completed", content: [part(text)] }
+    }),
     event("response.completed", { response: done })
   ]
 }
