@@ -812,6 +812,46 @@ describe("a Responses stream failing before its first delta (pitfall 3)", () => 
   })
 })
 
+describe("a Responses stream failing after content", () => {
+  interface SdkEvent {
+    readonly type: string
+    readonly sequenceNumber?: number
+    readonly isUnknown?: boolean
+    readonly code?: string | null
+    readonly message?: string
+    readonly param?: string | null
+  }
+
+  it("ends with OpenAI's error event, which @openrouter/sdk's responses.send types as one", async () => {
+    // created, in_progress, output_item.added, content_part.added and two deltas, then the body ends.
+    h.openai.script({ kind: "end", afterEvents: 6 })
+    const openrouter = new OpenRouter({ serverURL: `${h.url}/v1`, apiKey: KEY, retryConfig: { strategy: "none" } })
+    const stream = await openrouter.responses.send({
+      responsesRequest: { model: "acme/gpt", input: "one two three four five", stream: true }
+    }) as unknown as AsyncIterable<SdkEvent>
+    const events: Array<SdkEvent> = []
+    for await (const event of stream) events.push(event)
+    // (The fake's `response` objects lack fields the SDK's schema requires: `response.created` and `in_progress` come
+    // out as unknown events.)
+    expect(events.slice(2).map((e) => e.type)).toEqual([
+      "response.output_item.added",
+      "response.content_part.added",
+      "response.output_text.delta",
+      "response.output_text.delta",
+      "error"
+    ])
+    const error = events.at(-1)!
+    expect(error.isUnknown).toBeUndefined()
+    expect(error).toMatchObject({
+      code: "api_error",
+      message: "upstream stream ended before response.completed",
+      param: null,
+      sequenceNumber: 6
+    })
+    expect(events.slice(2).map((e) => e.sequenceNumber)).toEqual([2, 3, 4, 5, 6])
+  })
+})
+
 describe("beta headers (pitfall 12)", () => {
   // Each provider's own beta header reaches an endpoint of that protocol, as anthropic-beta does on /v1/messages; no
   // other client header does (cookies, tracing, x-forwarded-*, the SDK's own x-stainless-*).

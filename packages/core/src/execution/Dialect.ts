@@ -27,6 +27,11 @@ export interface StreamState {
    * whose upstream never told its usage is billed by (see `UntoldUsage`). Counted by the dialect's `frame`.
    */
   generated: number
+  /**
+   * One past the number of the last event framed, in a protocol that numbers its events (a Responses event's
+   * `sequence_number`), 0 before any: the number its in-band error frame carries. Kept by the dialect's `frame`.
+   */
+  sequence: number
   /** The type of the in-band error frame sent, if any. */
   errorType: string | null
   failure: UpstreamError | undefined

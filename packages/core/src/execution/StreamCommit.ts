@@ -98,6 +98,7 @@ const told = <A, E>(
     usage: {},
     sawEnd: false,
     generated: 0,
+    sequence: 0,
     errorType: null,
     failure: undefined,
     identity: undefined

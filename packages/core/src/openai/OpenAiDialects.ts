@@ -254,10 +254,16 @@ const isResponseContent = (event: JsonObject): boolean => {
 const generatedBy = (event: JsonObject): number =>
   typeof event.delta === "string" && event.type !== "response.audio.delta" ? event.delta.length : 0
 
-/** A Responses event as the client receives it: the response it carries with the model, provider and cost. */
+/**
+ * A Responses event as the client receives it: the response it carries with the model, provider and cost. Notes the
+ * number an error event after it would carry (an event without a `sequence_number` counts as one).
+ */
 const responseFrame = (event: JsonObject, context: FrameContext): string => {
   const type = String(event.type)
-  context.state.generated += generatedBy(event)
+  const state = context.state
+  state.generated += generatedBy(event)
+  const sequence = event.sequence_number
+  state.sequence = typeof sequence === "number" ? sequence + 1 : state.sequence + 1
   let out = event
   if (Predicate.isRecord(event.response)) {
     const response = event.response as JsonObject
@@ -304,10 +310,19 @@ export const responses = (calls: Calls): Dialect<JsonObject, JsonObject> => ({
     isContent: isResponseContent,
     isEnd: isResponseEnd,
     frame: responseFrame,
-    error: (error) => {
+    // OpenAI's `error` event, numbered after the last event told: the openai SDK's type and `@openrouter/sdk`'s schema
+    // require the `sequence_number` (without it, the latter yields the event as an unknown one).
+    error: (error, _requestId, context) => {
       const { code, message, type } = errorBody(error)
       return `event: error\ndata: ${
-        JSON.stringify({ type: "error", code: type, message, param: null, status: code })
+        JSON.stringify({
+          type: "error",
+          code: type,
+          message,
+          param: null,
+          sequence_number: context.state.sequence,
+          status: code
+        })
       }\n\n`
     },
     trailer: "",

@@ -22,7 +22,14 @@ const calls = { upstream: {} as never, api: "chat" as const, bodyFor: () => ({})
 
 /** The characters counted over `events`, framed in order by `frames`. */
 const counted = (frames: { frame: (e: JsonObject, c: FrameContext) => string }, events: ReadonlyArray<JsonObject>) => {
-  const state: StreamState = { usage: {}, sawEnd: false, generated: 0, errorType: null, failure: undefined }
+  const state: StreamState = {
+    usage: {},
+    sawEnd: false,
+    generated: 0,
+    sequence: 0,
+    errorType: null,
+    failure: undefined
+  }
   const context = contextOf(state)
   for (const event of events) frames.frame(event, context)
   return state.generated

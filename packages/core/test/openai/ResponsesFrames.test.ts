@@ -3,8 +3,11 @@
  * fall back), and its in-band error event.
  */
 import { describe, expect, it } from "@effect/vitest"
+import * as GatewayError from "../../src/errors/GatewayError.js"
+import type { FrameContext } from "../../src/execution/Dialect.js"
 import type { JsonObject } from "../../src/messages/Wire.js"
 import * as OpenAiDialects from "../../src/openai/OpenAiDialects.js"
+import type { Attempt } from "../../src/routing/RoutePlanner.js"
 
 const calls = { upstream: {} as never, api: "responses" as const, bodyFor: () => ({}), headers: {} }
 const frames = OpenAiDialects.responses(calls).frames
@@ -56,5 +59,47 @@ describe("content", () => {
         event("response.incomplete", { response: { id: "r1", status: "incomplete" } })
       ]
     ) expect([content.type, frames.isContent(content)]).toEqual([content.type, true])
+  })
+})
+
+describe("the error event", () => {
+  const contextOf = (): FrameContext => ({
+    attempt: { model: { id: "acme/gpt" }, endpoint: { provider: "acme" } } as unknown as Attempt,
+    state: { usage: {}, sawEnd: false, generated: 0, sequence: 0, errorType: null, failure: undefined },
+    charge: () => ({ usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, cost: "0" }),
+    billed: () => ({ usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, cost: "0" }),
+    pipeline: undefined,
+    requestId: "req_1"
+  })
+  const failure = new GatewayError.InternalError({ message: "upstream stream ended before response.completed" })
+  /** The error event's data after `events` were framed. */
+  const errorAfter = (events: ReadonlyArray<JsonObject>) => {
+    const context = contextOf()
+    for (const event of events) frames.frame(event, context)
+    const text = frames.error(failure, "req_1", context)
+    expect(text.startsWith("event: error\ndata: ")).toBe(true)
+    return JSON.parse(text.slice("event: error\ndata: ".length)) as JsonObject
+  }
+
+  it("carries OpenAI's fields, numbered one past the last event the client got", () => {
+    const told = [
+      event("response.created", { sequence_number: 0, response: { id: "r1" } }),
+      event("response.in_progress", { sequence_number: 1, response: { id: "r1" } }),
+      event("response.output_text.delta", { sequence_number: 2, delta: "Hi" })
+    ]
+    expect(errorAfter(told)).toEqual({
+      type: "error",
+      code: "api_error",
+      message: "upstream stream ended before response.completed",
+      param: null,
+      sequence_number: 3,
+      status: 500
+    })
+  })
+
+  it("is numbered 0 before any event, and counts the events an upstream did not number", () => {
+    expect(errorAfter([]).sequence_number).toBe(0)
+    const unnumbered = [{ type: "response.created", response: { id: "r1" } }, { type: "response.output_text.delta" }]
+    expect(errorAfter(unnumbered).sequence_number).toBe(2)
   })
 })

@@ -157,8 +157,8 @@ const responseEvents = (body: any, reply: Reply, ids: { readonly next: (name: st
     event("response.in_progress", { response: started }),
     event("response.output_item.added", { output_index: 0, item }),
     event("response.content_part.added", { ...at, part: part("") }),
-    ...splitWords(text).map((delta) => event("response.output_text.delta", { ...at, delta })),
-    event("response.output_text.done", { ...at, text }),
+    ...splitWords(text).map((delta) => event("response.output_text.delta", { ...at, delta, logprobs: [] })),
+    event("response.output_text.done", { ...at, text, logprobs: [] }),
     event("response.content_part.done", { ...at, part: part(text) }),
     event("response.output_item.done", {
       output_index: 0,
