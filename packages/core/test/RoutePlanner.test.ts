@@ -494,3 +494,61 @@ describe("RoutePlanner", () => {
     expect(RoutePlanner.usedParameters({ tools: [], thinking: { type: "disabled" }, output_config: {} })).toEqual([])
   })
 })
+
+describe("what a model outputs, and the API asked", () => {
+  const outputs = makeSnapshot([
+    { ...model("t/tts", endpoint("t/tts", "t")), outputModalities: ["audio"] },
+    { ...model("e/embed", endpoint("e/embed", "e")), outputModalities: ["embeddings"] },
+    model("g/gpt", endpoint("g/gpt", "g"))
+  ])
+  const asked = (api: string, modelId: string, extra: Partial<RoutePlanner.RouteRequest> = {}) => ({
+    model: modelId,
+    requirements: { ...none, api },
+    ...extra
+  })
+  const refused = (api: string, modelId: string) => {
+    const result = RoutePlanner.plan(asked(api, modelId), outputs, { random: cheapest })
+    if (Either.isRight(result)) throw new Error(`expected ${modelId} on ${api} to be refused`)
+    return result.left
+  }
+
+  it("refuses a speech model on embeddings with a 400 on `model` naming the speech route, before any endpoint", () => {
+    const error = refused("embeddings", "t/tts")
+    expect(error._tag).toBe("InvalidRequest")
+    expect(error).toMatchObject({
+      param: "model",
+      message: "Model 't/tts' does not output embeddings (it outputs audio); send it to POST /v1/audio/speech"
+    })
+    expect(RoutePlanner.serves(outputs.models.get("t/tts")!, asked("embeddings", "t/tts"))).toBe(false)
+  })
+
+  it("skips a speech model as a candidate or fallback on embeddings", () => {
+    const request = asked("embeddings", "g/gpt", { models: ["t/tts"], fallbacks: [{ model: "t/tts" }] })
+    const planned = Either.getOrThrow(RoutePlanner.plan(request, outputs, { random: cheapest }))
+    expect(planned.attempts.map((a) => a.endpoint.id)).toEqual(["g/gpt@g"])
+    expect(planned.steps).toContainEqual({
+      type: "routing",
+      name: "skip-model",
+      summary: "candidate model 't/tts' does not output embeddings"
+    })
+  })
+
+  it("plans embeddings on an embeddings model and on one whose outputs are not given", () => {
+    for (const id of ["e/embed", "g/gpt"]) {
+      expect(ids(asked("embeddings", id), { random: cheapest }, outputs)).toEqual([`${id}@${id.split("/")[0]}`])
+    }
+  })
+
+  it("refuses an embeddings model on the text APIs naming the embeddings route, a speech model naming speech", () => {
+    for (const api of ["messages", "chat", "responses"]) {
+      expect(refused(api, "e/embed")).toMatchObject({
+        param: "model",
+        message: "Model 'e/embed' does not answer in text (it outputs embeddings); send it to POST /v1/embeddings"
+      })
+      expect(refused(api, "t/tts")).toMatchObject({
+        param: "model",
+        message: "Model 't/tts' does not answer in text (it outputs audio); send it to POST /v1/audio/speech"
+      })
+    }
+  })
+})

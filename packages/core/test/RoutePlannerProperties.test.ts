@@ -289,7 +289,7 @@ describe("RoutePlanner properties", () => {
         minLength: 24,
         maxLength: 24
       }),
-      outputModalities: fc.constantFrom(undefined, ["text"], ["audio"], ["text", "audio"]),
+      outputModalities: fc.constantFrom(undefined, ["text"], ["audio"], ["text", "audio"], ["embeddings"]),
       strict: fc.boolean()
     })
     property(fc.tuple(scenarioArb, extras), ([s, x]) => {

@@ -1104,3 +1104,68 @@ describe("a large conversation falling back", () => {
     expect(order(second.text)).toEqual(indices)
   })
 })
+
+describe("a model on a route that does not serve what it outputs", () => {
+  // A speech-only model and an embeddings-only one, both on the OpenAI-compatible fake: had the gateway sent them a
+  // request of another API, the fake would have answered it, as a real speech upstream does not (it answers 404).
+  let m: Harness
+  let mClient: OpenAI
+  beforeAll(async () => {
+    const endpoint = (upstreamModel: string) => ({
+      provider: "acme",
+      upstreamModel,
+      pricing: { prompt: "0.000015", completion: "0" }
+    })
+    m = await startHarness({
+      models: {
+        "acme/tts": { outputModalities: ["audio"], endpoints: [endpoint("tts-fake")] },
+        "acme/embed": { outputModalities: ["embeddings"], endpoints: [endpoint("embed-fake")] }
+      }
+    })
+    mClient = new OpenAI({ baseURL: `${m.url}/v1`, apiKey: KEY, maxRetries: 0 })
+  })
+  afterAll(() => m.close())
+  beforeEach(() => m.reset())
+
+  it("embeddings to a speech model: a 400 on `model` naming the speech route, no upstream called", async () => {
+    const error = await mClient.embeddings.create({ model: "acme/tts", input: "x" }).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError)
+    const refused = error as InstanceType<typeof OpenAI.BadRequestError>
+    expect(refused.status).toBe(400)
+    expect(refused.param).toBe("model")
+    expect(refused.message).toContain(
+      "Model 'acme/tts' does not output embeddings (it outputs audio); send it to POST /v1/audio/speech"
+    )
+    expect(m.openai.requests).toHaveLength(0)
+    // As a candidate it is skipped: nothing is asked of it when the requested model fails
+    m.openai.script({ kind: "status", status: 500 })
+    await expect(
+      mClient.embeddings.create({ model: "acme/gpt", input: "x", ...({ models: ["acme/tts"] } as object) })
+    ).rejects.toBeInstanceOf(OpenAI.InternalServerError)
+    expect(m.openai.requests.map((r) => r.body.model)).toEqual(["gpt-fake-1"])
+  })
+
+  it("embeds with an embeddings model", async () => {
+    const result = await mClient.embeddings.create({ model: "acme/embed", input: "x" })
+    expect(result.model).toBe("acme/embed")
+    expect(m.openai.requests[0]).toMatchObject({ path: "/v1/embeddings", body: { model: "embed-fake" } })
+  })
+
+  it("an embeddings model on responses and chat: a 400 naming the embeddings route, not the speech one", async () => {
+    const calls = [
+      () => mClient.responses.create({ model: "acme/embed", input: "x" }),
+      () => mClient.chat.completions.create({ model: "acme/embed", messages: [{ role: "user", content: "x" }] })
+    ]
+    for (const call of calls) {
+      const error = await call().catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError)
+      const refused = error as InstanceType<typeof OpenAI.BadRequestError>
+      expect(refused.param).toBe("model")
+      expect(refused.message).toContain(
+        "Model 'acme/embed' does not answer in text (it outputs embeddings); send it to POST /v1/embeddings"
+      )
+      expect(refused.message).not.toContain("audio/speech")
+    }
+    expect(m.openai.requests).toHaveLength(0)
+  })
+})

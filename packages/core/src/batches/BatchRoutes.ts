@@ -3,7 +3,8 @@
  * its `models` or `fallbacks`, its provider preferences with the batch's `only` and `allow_fallbacks` in them, and what
  * its body needs of an endpoint, the API first) and the same pure `RoutePlanner.plan`, on the catalogue the submission
  * sees. A request refused here would be refused, with the same error, by every run of it: its model is not available
- * (404), does not answer in text (a speech model), or has no endpoint that serves its API and passes its filters (400).
+ * (404), does not output what its API answers (a speech or embeddings model on a text API, a speech model on
+ * embeddings), or has no endpoint that serves its API and passes its filters (400).
  * Health, the session and the random draw only order a plan's attempts, so they are left out. A request whose model a
  * router plugin (or the auto-router's slug as its model) chooses, that fusion serves (with its panel), or whose
  * documents a parser may turn into text, is planned when it runs.

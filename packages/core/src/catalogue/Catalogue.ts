@@ -85,6 +85,14 @@ export interface Model {
 export const outputsText = (model: Model): boolean =>
   model.outputModalities === undefined || model.outputModalities.length === 0 || model.outputModalities.includes("text")
 
+/**
+ * Whether a model can answer `POST /v1/embeddings`: its `outputModalities` name `embeddings` (OpenRouter's name for
+ * an embeddings model's output) or `text`, or none are given (the default, `text`, which configurations that predate
+ * the key give their embeddings models). Not a speech-only model, nor one that outputs only images.
+ */
+export const outputsEmbeddings = (model: Model): boolean =>
+  outputsText(model) || (model.outputModalities?.includes("embeddings") ?? false)
+
 /** An immutable view of the catalogue; requests read one snapshot from start to end. */
 export interface CatalogueSnapshot {
   readonly models: ReadonlyMap<string, Model>

@@ -51,7 +51,13 @@
  * re-exports what callers use.
  */
 import * as Either from "effect/Either"
-import { type CatalogueSnapshot, type Endpoint, type Model, outputsText } from "../catalogue/Catalogue.js"
+import {
+  type CatalogueSnapshot,
+  type Endpoint,
+  type Model,
+  outputsEmbeddings,
+  outputsText
+} from "../catalogue/Catalogue.js"
 import { InvalidRequest, NotFound } from "../errors/GatewayError.js"
 import { lastResortsLast, orderGroup } from "./CandidateOrder.js"
 import { NO_PREFERENCES, resolve, type Resolved } from "./ResolvedPreferences.js"
@@ -140,7 +146,41 @@ const planOne = (request: RouteRequest, model: Model, context: RouteContext): Ro
 /** The APIs whose answers are text (not embeddings, nor speech, which routes by requirements without an API). */
 const TEXT_APIS: ReadonlySet<string> = new Set(["messages", "chat", "responses"])
 
-const answersInText = (api: string | undefined): boolean => api !== undefined && TEXT_APIS.has(api)
+/**
+ * What `api` needs a model to output, when it needs anything: text for the text APIs, embeddings for `embeddings`
+ * (speech routes by its own rules, without an API). A model that does not output it is refused as the requested
+ * model (400) and skipped as a candidate or fallback: sent to its upstream, the request would fail there every time
+ * (a speech-only upstream has no `/chat/completions` nor `/embeddings`), told as a 502 that clients retry.
+ */
+const outputNeeded = (api: string | undefined): "text" | "embeddings" | undefined =>
+  api === "embeddings" ? "embeddings" : api !== undefined && TEXT_APIS.has(api) ? "text" : undefined
+
+/** Whether `model` outputs what `needed` names (anything when nothing is needed). */
+const outputs = (model: Model, needed: "text" | "embeddings" | undefined): boolean =>
+  needed === "text" ? outputsText(model) : needed === "embeddings" ? outputsEmbeddings(model) : true
+
+/**
+ * The routes that serve what a model outputs other than text (audio: speech; embeddings), the advice of the 400 that
+ * refuses it on a route that does not.
+ */
+const routesFor = (model: Model): ReadonlyArray<string> => {
+  const routes: Array<string> = []
+  if (model.outputModalities?.includes("audio")) routes.push("POST /v1/audio/speech")
+  if (model.outputModalities?.includes("embeddings")) routes.push("POST /v1/embeddings")
+  return routes
+}
+
+/** The 400 of a requested model that does not output what its API needs. */
+const wrongOutput = (model: Model, needed: "text" | "embeddings"): InvalidRequest => {
+  const routes = routesFor(model)
+  return new InvalidRequest({
+    message: `Model '${model.id}' ${needed === "text" ? "does not answer in text" : "does not output embeddings"} ` +
+      `(it outputs ${(model.outputModalities ?? []).join(", ")})${
+        routes.length === 0 ? "" : `; send it to ${routes.join(" or ")}`
+      }`,
+    param: "model"
+  })
+}
 
 /** The filter that removes an endpoint from a plan (the capabilities, then the preferences), or undefined. */
 const filteredBy = (endpoint: Endpoint, needs: Requirements, prefs: Resolved) =>
@@ -158,8 +198,8 @@ const clampedTo = (model: Model, endpoint: Endpoint, needs: Requirements, prefs:
 
 /**
  * Whether `plan` would plan a request on `model` as its requested model, with no candidate or fallback models: the
- * model has an endpoint, answers in text when a text API asks, and one of its endpoints passes the filters (or would
- * with `max_tokens` clamped). The router plugins choose among such models, so that the route of their choice is
+ * model has an endpoint, outputs what its API needs (text, embeddings), and one of its endpoints passes the filters
+ * (or would with `max_tokens` clamped). The router plugins choose among such models, so that the route of their choice is
  * never refused.
  */
 export const serves = (
@@ -167,7 +207,7 @@ export const serves = (
   request: Pick<RouteRequest, "requirements" | "provider">
 ): boolean => {
   const needs = request.requirements
-  if (answersInText(needs.api) && !outputsText(model)) return false
+  if (!outputs(model, outputNeeded(needs.api))) return false
   const prefs = request.provider == null ? NO_PREFERENCES : resolve(request.provider)
   return model.endpoints.some((endpoint) =>
     filteredBy(endpoint, needs, prefs) === undefined || clampedTo(model, endpoint, needs, prefs) !== undefined
@@ -178,7 +218,8 @@ export const serves = (
  * Plans the attempts for a request. See the module documentation for the rules; `context` carries health, the
  * session and the random source (all optional). Fails with `NotFound` when the requested model is unknown or has no
  * endpoint, and with `InvalidRequest` when the filters leave nothing, or when a text API (messages, chat, responses)
- * names a model that does not answer in text (a speech model; as a candidate or fallback, such a model is skipped).
+ * names a model that does not answer in text (a speech or embeddings model), or embeddings one that outputs no
+ * embeddings (a speech model); as a candidate or fallback, such a model is skipped.
  */
 export const plan = (
   request: RouteRequest,
@@ -189,17 +230,8 @@ export const plan = (
   if (primary === undefined || primary.endpoints.length === 0) {
     return Either.left(new NotFound({ message: `Model '${request.model}' is not available on this gateway` }))
   }
-  const text = answersInText(request.requirements.api)
-  if (text && !outputsText(primary)) {
-    return Either.left(
-      new InvalidRequest({
-        message: `Model '${request.model}' does not answer in text (it outputs ${
-          (primary.outputModalities ?? []).join(", ")
-        }); send it to POST /v1/audio/speech`,
-        param: "model"
-      })
-    )
-  }
+  const needed = outputNeeded(request.requirements.api)
+  if (needed !== undefined && !outputs(primary, needed)) return Either.left(wrongOutput(primary, needed))
   if (
     primary.endpoints.length === 1 && request.provider == null && (request.models ?? []).length === 0 &&
     (request.fallbacks ?? []).length === 0
@@ -216,8 +248,10 @@ export const plan = (
       seen.add(id)
       const model = snapshot.models.get(id)
       if (model === undefined) steps.push(step("skip-model", `${role} '${id}' is not in the catalogue`))
-      else if (text && !outputsText(model)) steps.push(step("skip-model", `${role} '${id}' does not answer in text`))
-      else models.push({ model, role })
+      else if (!outputs(model, needed)) {
+        const what = needed === "embeddings" ? "does not output embeddings" : "does not answer in text"
+        steps.push(step("skip-model", `${role} '${id}' ${what}`))
+      } else models.push({ model, role })
     }
   }
   extra(request.models ?? [], "candidate model")
