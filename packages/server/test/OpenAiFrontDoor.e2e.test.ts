@@ -582,15 +582,16 @@ describe("@openrouter/sdk chat.send", () => {
     const stranger = new OpenRouter({ serverURL: `${h.url}/v1`, apiKey: "wrong", retryConfig: { strategy: "none" } })
     await expect(send("acme/gpt", stranger)).rejects.toBeInstanceOf(OpenRouterErrors.UnauthorizedResponseError)
     const upstream = [
-      [400, OpenRouterErrors.BadRequestResponseError],
-      [500, OpenRouterErrors.InternalServerResponseError],
-      [529, OpenRouterErrors.ProviderOverloadedResponseError],
-      [429, OpenRouterErrors.TooManyRequestsResponseError]
+      [400, 400, OpenRouterErrors.BadRequestResponseError],
+      // the provider returned an error: 502 (spec 7.2), as OpenRouter answers
+      [500, 502, OpenRouterErrors.BadGatewayResponseError],
+      [529, 529, OpenRouterErrors.ProviderOverloadedResponseError],
+      [429, 429, OpenRouterErrors.TooManyRequestsResponseError]
     ] as const
-    for (const [status, type] of upstream) {
-      h.openai.script({ kind: "status", status })
+    for (const [upstreamStatus, status, type] of upstream) {
+      h.openai.script({ kind: "status", status: upstreamStatus })
       const error = await send("acme/gpt").catch((error: unknown) => error)
-      expect(error, String(status)).toBeInstanceOf(type)
+      expect(error, String(upstreamStatus)).toBeInstanceOf(type)
       expect((error as OpenRouterErrors.OpenRouterError).statusCode).toBe(status)
     }
     for (const [path, body] of [["/embeddings", { input: "x" }], ["/responses", { input: "x" }]] as const) {
@@ -1006,6 +1007,59 @@ describe("fallbacks and errors", () => {
         ...({ plugins: [{ id: "fusion" }] } as object)
       })
     ).rejects.toThrow(/served on \/v1\/messages only/)
+  })
+
+  it("an upstream 5xx other than 503 and 529 is a 502 on chat, responses and embeddings, JSON and streamed", async () => {
+    const chat = { model: "acme/gpt", messages: [{ role: "user" as const, content: "x" }] }
+    const calls = [
+      ["chat", () => client.chat.completions.create(chat)],
+      ["chat stream", () => client.chat.completions.create({ ...chat, stream: true })],
+      ["responses", () => client.responses.create({ model: "acme/gpt", input: "x" })],
+      ["responses stream", () => client.responses.create({ model: "acme/gpt", input: "x", stream: true })],
+      ["embeddings", () => client.embeddings.create({ model: "acme/gpt", input: "x" })]
+    ] as const
+    for (const upstream of [500, 502, 501]) {
+      for (const [name, call] of calls) {
+        h.reset()
+        h.openai.setDefault({ kind: "status", status: upstream })
+        const error = await (call() as Promise<unknown>).catch((e: unknown) => e)
+        const label = `${name} after an upstream ${upstream}`
+        expect(error, label).toBeInstanceOf(OpenAI.InternalServerError)
+        const failed = error as InstanceType<typeof OpenAI.InternalServerError>
+        expect(failed.status, label).toBe(502)
+        expect(failed.error, label).toMatchObject({ code: 502, type: "server_error", param: null })
+        // Not the 502 of a provider configuration that is wrong: the SDKs may retry this one.
+        expect(failed.headers.get("x-should-retry"), label).toBeNull()
+      }
+    }
+    // Overloads stay 529, on every route
+    for (const [name, call] of calls) {
+      h.reset()
+      h.openai.setDefault({ kind: "status", status: 529 })
+      expect(((await (call() as Promise<unknown>).catch((e: unknown) => e)) as { status: number }).status, name)
+        .toBe(529)
+    }
+    // A passing provider error is retried by the SDK and answered
+    h.reset()
+    h.openai.script({ kind: "status", status: 502 })
+    const retrying = new OpenAI({ baseURL: `${h.url}/v1`, apiKey: KEY, maxRetries: 1 })
+    expect((await retrying.embeddings.create({ model: "acme/gpt", input: "x" })).data).toHaveLength(1)
+    expect(h.openai.requests).toHaveLength(2)
+  })
+
+  it("a provider error after content ends a chat stream with an error chunk of code 502", async () => {
+    h.openai.script({ kind: "errorEvent", afterEvents: 3, status: 500 })
+    const raw = await fetch(`${h.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${KEY}` },
+      body: JSON.stringify({ model: "acme/gpt", stream: true, messages: [{ role: "user", content: "one two three" }] })
+    })
+    const frames = (await raw.text()).split("\n\n").filter((frame) => frame.startsWith("data: {"))
+    const last = JSON.parse(frames.at(-1)!.slice("data: ".length))
+    expect(last).toMatchObject({
+      choices: [{ index: 0, delta: {}, finish_reason: "error" }],
+      error: { code: 502, type: "api_error" }
+    })
   })
 
   it("ends a stream cut after content with an error chunk the SDK raises, never a silent end", async () => {

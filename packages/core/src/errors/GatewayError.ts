@@ -86,6 +86,14 @@ export class UpstreamRejected extends Schema.TaggedError<UpstreamRejected>()("Up
   errorType: Schema.optional(Schema.String)
 }) {}
 
+/**
+ * 502: the provider answered with an error of its own (a 5xx other than 503 and 529, which are `Overloaded`), on the
+ * routes whose error table has 502 "provider returned an error" for it (spec 7.2: the OpenAI-compatible routes). It may
+ * pass later, so the SDKs are left to retry it: unlike `UpstreamRejected`'s 502 of a provider configuration that is
+ * wrong. `/v1/messages` tells the same failure as a 500 `api_error` (spec 7.1 has no 502).
+ */
+export class ProviderFailed extends Schema.TaggedError<ProviderFailed>()("ProviderFailed", fields) {}
+
 /** 408: the operation did not finish in time (daemon access: the intern runtime did not answer within 10 seconds). */
 export class RequestTimeout extends Schema.TaggedError<RequestTimeout>()("RequestTimeout", fields) {}
 
@@ -116,6 +124,7 @@ export type GatewayError =
   | Unavailable
   | UpstreamTimeout
   | UpstreamRejected
+  | ProviderFailed
   | RequestTimeout
   | Conflict
   | InternalError
@@ -123,7 +132,7 @@ export type GatewayError =
 /** The HTTP status and messages-protocol error type of each domain error: the one table both bodies use. */
 /**
  * Failures that may pass if the same request is sent again later: rate limits, overloads, unavailable or timed-out
- * upstreams, internal errors, and an upstream's own 5xx, 408 or 429. Not a 502 from the gateway's provider
+ * upstreams, internal errors, and an upstream's own 5xx (`ProviderFailed` too), 408 or 429. Not a 502 from the gateway's provider
  * configuration (its credentials refused, a model id or URL the provider does not know): an operator's matter.
  */
 export const mayPass = (error: GatewayError): boolean => {
@@ -134,6 +143,7 @@ export const mayPass = (error: GatewayError): boolean => {
     case "UpstreamTimeout":
     case "RequestTimeout":
     case "InternalError":
+    case "ProviderFailed":
       return true
     case "UpstreamRejected":
       return (error.status >= 500 && error.status !== 502) || error.status === 408 || error.status === 429
@@ -166,6 +176,8 @@ export const describe = (error: GatewayError): { readonly status: number; readon
       return { status: 504, type: "timeout_error" }
     case "UpstreamRejected":
       return { status: error.status, type: error.errorType ?? "invalid_request_error" }
+    case "ProviderFailed":
+      return { status: 502, type: "api_error" }
     case "RequestTimeout":
       return { status: 408, type: "timeout_error" }
     case "Conflict":

@@ -126,7 +126,7 @@ const attempt = <A, E>(
         recordFailedAttempt(ports.stats, current, attemptStart, run.clock.unsafeCurrentTimeMillis(), error),
         next >= 0
           ? attempt(ports, planned, next, tried + 1, told)
-          : Charging.failed(ports.usageLog, run, toGatewayError(told), tried + 1)
+          : Charging.failed(ports.usageLog, run, (planned.dialect.failure ?? toGatewayError)(told), tried + 1)
       )
     },
     onSuccess: (answer) => answered(ports, planned, current, tried, attemptStart, answer)

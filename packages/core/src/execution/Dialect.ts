@@ -102,4 +102,9 @@ export interface Dialect<A, E> {
     pipeline: ReadonlyArray<unknown> | undefined
   ) => JsonObject
   readonly frames: FrameDialect<E>
+  /**
+   * What the client is told of an upstream failure when nothing is left to try, or in band after content: its status
+   * and type. `Upstream.toGatewayError` (the messages route's table) by default.
+   */
+  readonly failure?: ((error: UpstreamError) => GatewayError.GatewayError) | undefined
 }

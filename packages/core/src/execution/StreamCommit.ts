@@ -180,7 +180,7 @@ const commit = <A, E>(ports: ExecutorPorts, planned: Planned<A, E>, opening: Ope
       yield* recordFailedAttempt(ports.stats, attempt, attemptStart, clock.unsafeCurrentTimeMillis(), last)
       run.steps.push(failureStep(attempt, last, attempts[nextAttempt(attempts, i, last)]))
     }
-    return { _tag: "Failed", error: toGatewayError(reported!), tried } as Commitment<E>
+    return { _tag: "Failed", error: (dialect.failure ?? toGatewayError)(reported!), tried } as Commitment<E>
   })
 
 /**
@@ -193,12 +193,15 @@ interface Telling<E> {
   readonly run: Execution
   readonly frames: FrameDialect<E>
   readonly streamUsage: Dialect<unknown, E>["streamUsage"]
+  /** The dialect's `failure`, or the default. */
+  readonly failure: (error: UpstreamError) => GatewayError.GatewayError
 }
 
 const tellingOf = <A, E>({ dialect, run }: Planned<A, E>): Telling<E> => ({
   run: executionOf(run),
   frames: dialect.frames,
-  streamUsage: dialect.streamUsage
+  streamUsage: dialect.streamUsage,
+  failure: dialect.failure ?? toGatewayError
 })
 
 const chargeOf = <E>(told: Telling<E>, attempt: Attempt, state: StreamState) =>
@@ -239,7 +242,7 @@ const framePull = <E>(told: Telling<E>, committed: Committed<E>, state: StreamSt
   /** The failure of the committed attempt after content: an in-band error frame, then the end. */
   const failed = (error: UpstreamError): ReadonlyArray<string> => {
     state.failure = error
-    return inBand(toGatewayError(error))
+    return inBand(told.failure(error))
   }
   const ended = (): ReadonlyArray<string> => {
     if (state.errorType !== null) return []

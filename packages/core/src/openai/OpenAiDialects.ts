@@ -13,7 +13,13 @@ import * as UntoldUsage from "../execution/UntoldUsage.js"
 import type { JsonObject } from "../messages/Wire.js"
 import type * as Cost from "../pricing/Cost.js"
 import type { Attempt } from "../routing/RoutePlanner.js"
-import { type ForwardHeaders, type OpenAiApi, UpstreamError, type UpstreamService } from "../upstream/Upstream.js"
+import {
+  type ForwardHeaders,
+  type OpenAiApi,
+  toGatewayError,
+  UpstreamError,
+  type UpstreamService
+} from "../upstream/Upstream.js"
 import * as ChunkTemplate from "./ChunkTemplate.js"
 import * as OpenAiUsage from "./OpenAiUsage.js"
 import * as ToldUsage from "./ToldUsage.js"
@@ -69,6 +75,16 @@ const respondWith = (
   if (pipeline !== undefined) out.service_metadata = { pipeline }
   return out
 }
+
+/**
+ * What a client of the OpenAI-compatible routes is told of an upstream failure: the generic error table's statuses
+ * (spec 7.2), where a provider that answered with an error of its own (a 5xx other than 503 and 529) is a 502, as on
+ * the speech route and at OpenRouter, not the messages route's 500 (spec 7.1 has no 502), which reads as the
+ * gateway's own failure. Everything else as on the messages route (`Upstream.toGatewayError`): 503 and 529 stay for
+ * overloads and endpoints that cannot be reached.
+ */
+export const failure = (error: UpstreamError): GatewayError.GatewayError =>
+  error.kind === "server_error" ? new GatewayError.ProviderFailed({ message: error.message }) : toGatewayError(error)
 
 const errorBody = (error: GatewayError.GatewayError) => {
   const { status, type } = GatewayError.describe(error)
@@ -227,7 +243,8 @@ export const chat = (
   streamUsage: OpenAiUsage.chat,
   finish: options.finish,
   respond: respondChat,
-  frames: chatFrames(options.includeUsage)
+  frames: chatFrames(options.includeUsage),
+  failure
 })
 
 // -----------------------------------------------------------------------------
@@ -327,7 +344,8 @@ export const responses = (calls: Calls): Dialect<JsonObject, JsonObject> => ({
     },
     trailer: "",
     unfinished: "upstream stream ended before response.completed"
-  }
+  },
+  failure
 })
 
 // -----------------------------------------------------------------------------
@@ -341,5 +359,6 @@ export const embeddings = (calls: Calls): Dialect<JsonObject, JsonObject> => ({
   usage: (answer) => OpenAiUsage.chat(usageOf(answer)),
   streamUsage: OpenAiUsage.chat,
   respond: respondChatLike,
-  frames: chatFrames(false)
+  frames: chatFrames(false),
+  failure
 })
