@@ -7,6 +7,7 @@ import type * as GatewayError from "../errors/GatewayError.js"
 import type * as EndpointStats from "../health/EndpointStats.js"
 import type * as Cost from "../pricing/Cost.js"
 import type { Attempt, PipelineStep } from "../routing/RoutePlanner.js"
+import * as SessionAffinity from "../sessions/SessionAffinity.js"
 import { nextAttempt, telling, toGatewayError, type UpstreamError } from "../upstream/Upstream.js"
 import * as Charging from "./Charging.js"
 import type { ExecutionResult, ExecutorPorts, Planned } from "./Execution.js"
@@ -96,6 +97,30 @@ export const recordFailedAttempt = (
     retryAfterMs: error.retryAfterMs
   })
 
+/**
+ * The affinity writes of an answer from `attempt`: the session's endpoint, the continued response's (its idle TTL
+ * refreshed) and, when the upstream stored the answer as `storedAs`, that id's (`SessionAffinity.responseKey`), so
+ * that a request continuing it goes to the same endpoint. Undefined when there is nothing to write (most requests).
+ */
+export const remember = <A, E>(
+  ports: ExecutorPorts,
+  { affinityKey, responseKey, run }: Planned<A, E>,
+  attempt: Attempt,
+  storedAs: string | undefined
+): Effect.Effect<void> | undefined => {
+  const endpointId = attempt.endpoint.id
+  let writes = affinityKey === undefined ? undefined : ports.affinity.set(affinityKey, endpointId)
+  if (responseKey !== undefined) writes = andThen(writes, ports.affinity.set(responseKey, endpointId))
+  if (storedAs !== undefined) {
+    const stored = SessionAffinity.responseKey(run.context.principal.workspace, storedAs)
+    if (stored !== undefined) writes = andThen(writes, ports.affinity.set(stored, endpointId))
+  }
+  return writes
+}
+
+const andThen = (writes: Effect.Effect<void> | undefined, write: Effect.Effect<void>): Effect.Effect<void> =>
+  writes === undefined ? write : Effect.zipRight(writes, write)
+
 /** The JSON answer of a planned request: its attempts in order, the next one only after a retryable failure. */
 export const json = <A, E>(
   ports: ExecutorPorts,
@@ -142,7 +167,7 @@ const answered = <A, E>(
   attemptStart: number,
   upstreamAnswer: A
 ): Effect.Effect<ExecutionResult<A>> => {
-  const { affinityKey, dialect, run } = planned
+  const { dialect, run } = planned
   run.steps.push(successStep(attempt, i))
   // As told; estimated when the upstream told none (see `UntoldUsage`).
   const told = dialect.usage(upstreamAnswer)
@@ -155,9 +180,8 @@ const answered = <A, E>(
     ttfbMs: end - attemptStart,
     outputTokens: usage.output
   })
-  const remembered = affinityKey === undefined
-    ? recorded
-    : Effect.zipRight(recorded, ports.affinity.set(affinityKey, attempt.endpoint.id))
+  const writes = remember(ports, planned, attempt, dialect.storedAs?.(upstreamAnswer))
+  const remembered = writes === undefined ? recorded : Effect.zipRight(recorded, writes)
   const finish = dialect.finish
   return Effect.flatMap(
     remembered,

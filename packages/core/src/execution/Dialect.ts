@@ -75,6 +75,11 @@ export interface FrameDialect<E> {
   readonly trailer: string
   /** The message of the in-band error when the upstream ends without the end event. */
   readonly unfinished: string
+  /**
+   * The id under which the upstream stored the answer an event describes, for a later request to continue it (a
+   * Responses stream's `response.created`); absent for APIs that store nothing.
+   */
+  readonly storedAs?: ((event: E) => string | undefined) | undefined
 }
 
 /** One API's wire format as the executor sees it: `A` a JSON answer, `E` a stream event. */
@@ -107,4 +112,6 @@ export interface Dialect<A, E> {
    * and type. `Upstream.toGatewayError` (the messages route's table) by default.
    */
   readonly failure?: ((error: UpstreamError) => GatewayError.GatewayError) | undefined
+  /** The id under which the upstream stored a JSON answer (see `FrameDialect.storedAs`); absent where none is. */
+  readonly storedAs?: ((answer: A) => string | undefined) | undefined
 }

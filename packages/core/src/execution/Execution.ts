@@ -57,6 +57,8 @@ export interface Planned<A, E> {
   readonly attempts: ReadonlyArray<Attempt>
   /** The session's affinity key, when the request belongs to a session. */
   readonly affinityKey: string | undefined
+  /** The key of the stored response the request continues, when its endpoint was known (`Routing.Route`). */
+  readonly responseKey?: string | undefined
   readonly dialect: Dialect<A, E>
 }
 

@@ -16,7 +16,7 @@ import type { Attempt } from "../routing/RoutePlanner.js"
 import * as PullUntil from "../upstream/PullUntil.js"
 import * as Push from "../upstream/Push.js"
 import { nextAttempt, telling, toGatewayError, UpstreamError } from "../upstream/Upstream.js"
-import { failureStep, outcomeOf, recordAttempt, recordFailedAttempt, successStep } from "./Attempts.js"
+import { failureStep, outcomeOf, recordAttempt, recordFailedAttempt, remember, successStep } from "./Attempts.js"
 import * as Charging from "./Charging.js"
 import type { Dialect, FrameContext, FrameDialect, Pull, StreamState } from "./Dialect.js"
 import { type Execution, executionOf, type ExecutionResult, type ExecutorPorts, type Planned } from "./Execution.js"
@@ -67,10 +67,8 @@ export const stream = <A, E>(
         }
         planned.run.steps.push(successStep(committed.attempt, committed.index))
         const result = told<A, E>(ports, tellingOf(planned), committed)
-        const { affinityKey } = planned
-        return affinityKey === undefined
-          ? result
-          : Effect.zipLeft(result, ports.affinity.set(affinityKey, committed.attempt.endpoint.id))
+        const writes = remember(ports, planned, committed.attempt, storedIn(planned.dialect.frames, committed.held))
+        return writes === undefined ? result : Effect.zipLeft(result, writes)
       }),
       (exit) => {
         if (Exit.isSuccess(exit)) return Effect.void
@@ -79,6 +77,20 @@ export const stream = <A, E>(
       }
     )
   })
+
+/**
+ * The id under which the upstream stores a committed stream's answer, from the events held until its first content (a
+ * Responses stream's `response.created`, or its `response.completed` when it ended before content).
+ */
+const storedIn = <E>(frames: FrameDialect<E>, held: ReadonlyArray<E>): string | undefined => {
+  const storedAs = frames.storedAs
+  if (storedAs === undefined) return undefined
+  for (const event of held) {
+    const id = storedAs(event)
+    if (id !== undefined) return id
+  }
+  return undefined
+}
 
 /** The scope of the attempt being opened, or of the committed one; undefined between two attempts. */
 interface Opening {

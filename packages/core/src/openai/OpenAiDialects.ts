@@ -315,9 +315,20 @@ const generatedInResponse = (answer: JsonObject): number => {
   return chars
 }
 
-/** The Responses API dialect. */
-export const responses = (calls: Calls): Dialect<JsonObject, JsonObject> => ({
+/** The id of a response the upstream stored (not one with `store: false`, which cannot be continued). */
+const storedId = (response: unknown): string | undefined =>
+  Predicate.isRecord(response) && typeof response.id === "string" && response.store !== false ? response.id : undefined
+
+/** The same, of the response a stream's event carries (`response.created`, `response.completed`, ...). */
+const storedIdOfEvent = (event: JsonObject): string | undefined => storedId(event.response)
+
+/**
+ * The Responses API dialect. `stored` is false for a request with `store: false` (true by default): its answer is
+ * not kept upstream, so its id is not remembered (see `SessionAffinity.responseKey`).
+ */
+export const responses = (calls: Calls, stored = true): Dialect<JsonObject, JsonObject> => ({
   json: json(calls),
+  storedAs: stored ? storedId : undefined,
   open: open(calls),
   usage: (answer) => OpenAiUsage.responses(usageOf(answer)),
   generated: generatedInResponse,
@@ -343,7 +354,8 @@ export const responses = (calls: Calls): Dialect<JsonObject, JsonObject> => ({
       }\n\n`
     },
     trailer: "",
-    unfinished: "upstream stream ended before response.completed"
+    unfinished: "upstream stream ended before response.completed",
+    storedAs: stored ? storedIdOfEvent : undefined
   },
   failure
 })

@@ -90,6 +90,8 @@ const responsesSchema = Schema.Struct({
   model: Str,
   input: optional(oneOf({ string: Str, array: Schema.Array(Schema.Unknown) }, "a string or an array")),
   instructions: optional(nullable(Str)),
+  // Routed to the endpoint that stored it (`Routing.plan`), and forwarded.
+  previous_response_id: optional(nullable(Str)),
   stream: optional(nullable(Bool)),
   // Under 1 a 400 as on chat: every provider refuses it, and a negative cap shrinks the budget reservation.
   max_output_tokens: optional(nullable(integer(1))),

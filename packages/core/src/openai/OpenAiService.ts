@@ -87,6 +87,12 @@ export const messagesOnly = (plugins: Plugins, api: OpenAiApi): GatewayError.Inv
   })
 }
 
+/** A Responses request's `previous_response_id`, when it names one. */
+const previousResponseOf = (request: OpenAiRequest.OpenAiRequest["request"]): string | undefined => {
+  const previous = (request as OpenAiRequest.ResponsesRequest).previous_response_id
+  return typeof previous === "string" ? previous : undefined
+}
+
 /** The service's `create`. */
 const create =
   (ports: MessagesPorts.MessagesPorts) =>
@@ -141,6 +147,7 @@ const create =
               request: routeRequest,
               workspace: context.principal.workspace,
               sessionId: planning.sessionId,
+              previousResponseId: api === "responses" ? previousResponseOf(request) : undefined,
               snapshot,
               clock
             }),
@@ -179,9 +186,15 @@ const create =
                         : (answer) => OpenAiHealing.heal(ports.healer, answer, forwarded, execution.steps)
                     })
                     : api === "responses"
-                    ? OpenAiDialects.responses(calls)
+                    ? OpenAiDialects.responses(calls, forwarded.store !== false)
                     : OpenAiDialects.embeddings(calls)
-                  const planned = { run: execution, attempts: route.attempts, affinityKey: route.affinityKey, dialect }
+                  const planned = {
+                    run: execution,
+                    attempts: route.attempts,
+                    affinityKey: route.affinityKey,
+                    responseKey: route.responseKey,
+                    dialect
+                  }
                   return stream ? StreamCommit.stream(ports, planned) : Attempts.json(ports, planned)
                 }, Admission.tellResult).pipe(Effect.map((result) => result.outcome))
               }

@@ -36,6 +36,9 @@
  *    is still the same in every gateway process: with a session, each endpoint's random draw is derived from a hash
  *    of (session key, endpoint id), a weighted rendezvous choice that needs no shared state and that moves only the
  *    sessions of an endpoint that appears or goes.
+ *    **A stored response** (`previous_response_id` whose endpoint the gateway knows: `context.response`) keeps the
+ *    plan to that endpoint's provider, the endpoint first while healthy, whatever `provider.order` says: no other
+ *    provider holds the response (`ResponseAffinity`).
  * 6. **`allow_fallbacks: false`** without `order`: only the first endpoint of each candidate model is kept (no other
  *    provider for the same model; model fallbacks still apply). With `order`, exactly the listed providers are kept.
  *
@@ -47,8 +50,8 @@
  *
  * The parts live in their own modules: the types (`RouteTypes`), the preferences as the planner reads them
  * (`ResolvedPreferences`), the filters (`RouteFilters`), the candidates and their health tiers (`RouteCandidates`),
- * the weighted choice (`WeightedChoice`) and the order (`CandidateOrder`); this module makes the plan of them and
- * re-exports what callers use.
+ * the weighted choice (`WeightedChoice`), the order (`CandidateOrder`) and the stored response (`ResponseAffinity`);
+ * this module makes the plan of them and re-exports what callers use.
  */
 import * as Either from "effect/Either"
 import {
@@ -61,6 +64,7 @@ import {
 import { InvalidRequest, NotFound } from "../errors/GatewayError.js"
 import { lastResortsLast, orderGroup } from "./CandidateOrder.js"
 import { NO_PREFERENCES, resolve, type Resolved } from "./ResolvedPreferences.js"
+import { keepToStoredResponse } from "./ResponseAffinity.js"
 import type { Candidate } from "./RouteCandidates.js"
 import { healthy, label, tierOf, withNote } from "./RouteCandidates.js"
 import { capability, clampFor, perMillion, preference, promptAndCompletion } from "./RouteFilters.js"
@@ -80,7 +84,8 @@ export type {
   RouteContext,
   RoutePlan,
   RouteRequest,
-  Session
+  Session,
+  StoredResponse
 } from "./RouteTypes.js"
 export type { Random } from "./SeededRandom.js"
 export { make as seededRandom } from "./SeededRandom.js"
@@ -234,7 +239,7 @@ export const plan = (
   if (needed !== undefined && !outputs(primary, needed)) return Either.left(wrongOutput(primary, needed))
   if (
     primary.endpoints.length === 1 && request.provider == null && (request.models ?? []).length === 0 &&
-    (request.fallbacks ?? []).length === 0
+    (request.fallbacks ?? []).length === 0 && context.response === undefined
   ) {
     const single = planOne(request, primary, context)
     if (single !== undefined) return Either.right(single)
@@ -346,7 +351,9 @@ export const plan = (
     }
   }
 
-  let final = lastResortsLast(ordered.flat(), prefs, steps)
+  const response = context.response
+  const ranked = response === undefined ? ordered.flat() : keepToStoredResponse(ordered.flat(), response, steps)
+  let final = lastResortsLast(ranked, prefs, steps)
   if (!prefs.allowFallbacks && prefs.order === undefined) {
     const models = new Set<string>()
     const dropped: Array<string> = []

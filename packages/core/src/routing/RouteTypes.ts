@@ -1,8 +1,8 @@
 /**
  * The route planner's inputs and outputs: the routing fields of a request and what it needs of an endpoint
- * (`RouteRequest`, `Requirements`), what the planner reads besides (`RouteContext`, `Session`), and the plan it makes
- * (`RoutePlan`): the ordered `Attempt`s and the `PipelineStep`s that `service_metadata.pipeline` reports.
- * `RoutePlanner` re-exports them.
+ * (`RouteRequest`, `Requirements`), what the planner reads besides (`RouteContext`, `Session`, `StoredResponse`), and
+ * the plan it makes (`RoutePlan`): the ordered `Attempt`s and the `PipelineStep`s that `service_metadata.pipeline`
+ * reports. `RoutePlanner` re-exports them.
  */
 import type { Endpoint, Model } from "../catalogue/Catalogue.js"
 import type { HealthSnapshot } from "../health/EndpointStats.js"
@@ -44,12 +44,23 @@ export interface Session {
   readonly endpointId?: string | undefined
 }
 
+/**
+ * The response a Responses request continues (`previous_response_id`), when the gateway knows the endpoint that
+ * answered it (`SessionAffinity.responseKey`): only that endpoint's provider holds it.
+ */
+export interface StoredResponse {
+  readonly id: string
+  readonly endpointId: string
+}
+
 /** What the planner reads besides the request and the catalogue; everything is optional. */
 export interface RouteContext {
   /** Endpoint health; without it every endpoint is healthy and without stats. */
   readonly health?: HealthSnapshot | undefined
   /** The request's session; with it, the weighted choice derives from the session key instead of `random`. */
   readonly session?: Session | undefined
+  /** The stored response the request continues; with it, the plan keeps to the provider that holds it. */
+  readonly response?: StoredResponse | undefined
   /**
    * Uniform numbers in [0, 1): e.g. `seededRandom(yield* Random.nextInt)` in an Effect. Without it the plan is
    * deterministic (seeded with the model id), which is right for tests but not for spreading load.

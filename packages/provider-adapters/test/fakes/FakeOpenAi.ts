@@ -4,6 +4,7 @@ import {
   estimateTokens,
   type FakeUpstream,
   type FakeUpstreamOptions,
+  type Ids,
   openAiFinishReason,
   outputTokens,
   type Protocol,
@@ -14,7 +15,14 @@ import {
   textOf
 } from "./FakeUpstream.js"
 
-export interface FakeOpenAiOptions extends FakeUpstreamOptions {}
+export interface FakeOpenAiOptions extends FakeUpstreamOptions {
+  /**
+   * Keeps Responses answers as OpenAI does: each is `resp_<storesResponses>_<n>` with its `store` flag, and a request
+   * whose `previous_response_id` the fake did not answer (or answered with `store: false`) gets OpenAI's 400
+   * `previous_response_not_found`. Without it ids are `resp_fake<n>` and `previous_response_id` is not checked.
+   */
+  readonly storesResponses?: string | undefined
+}
 
 const errorTypes: Record<number, readonly [string, string | null, string]> = {
   400: ["invalid_request_error", null, "Invalid request."],
@@ -114,10 +122,17 @@ const responseUsage = (body: any, reply: Reply) => {
 }
 
 /** A Responses API object: one assistant message with the reply's text. */
-const responseOf = (body: any, reply: Reply, ids: { readonly next: (name: string) => number }, status: string) => {
+const responseOf = (
+  body: any,
+  reply: Reply,
+  ids: { readonly next: (name: string) => number },
+  status: string,
+  prefix?: string
+) => {
   const n = ids.next("response")
   return {
-    id: `resp_fake${n}`,
+    id: prefix === undefined ? `resp_fake${n}` : `resp_${prefix}_${n}`,
+    ...(prefix === undefined ? {} : { store: body.store !== false }),
     object: "response",
     created_at: Math.floor(Date.now() / 1000),
     status,
@@ -136,8 +151,15 @@ const responseOf = (body: any, reply: Reply, ids: { readonly next: (name: string
 }
 
 /** The named events of a streamed Responses API answer. */
-const responseEvents = (body: any, reply: Reply, ids: { readonly next: (name: string) => number }) => {
-  const started = responseOf(body, reply, ids, "in_progress")
+const responseEvents = (
+  body: any,
+  reply: Reply,
+  ids: { readonly next: (name: string) => number },
+  prefix?: string,
+  onStarted?: (id: string) => void
+) => {
+  const started = responseOf(body, reply, ids, "in_progress", prefix)
+  onStarted?.(started.id)
   const done = {
     ...started,
     status: "completed",
@@ -338,4 +360,47 @@ const protocol: Protocol = {
  * `/v1/responses`, JSON and SSE) and embeddings (`POST /v1/embeddings`). Its `url` ends in `/v1`, as the OpenAI SDK's
  * `baseURL` does.
  */
-export const startFakeOpenAi = (options: FakeOpenAiOptions = {}): Promise<FakeUpstream> => startFake(protocol, options)
+export const startFakeOpenAi = (options: FakeOpenAiOptions = {}): Promise<FakeUpstream> =>
+  startFake(options.storesResponses === undefined ? protocol : storing(options.storesResponses), options)
+
+/** The protocol of a fake that keeps its Responses answers (`FakeOpenAiOptions.storesResponses`). */
+const storing = (prefix: string): Protocol => {
+  const kept = new Set<string>()
+  const keep = (body: any, id: string) => {
+    if (body.store !== false) kept.add(id)
+  }
+  // Not reset with the fake, as the ids it keeps are not: an id is never given twice.
+  let responses = 0
+  const idsOf = (ids: Ids): Ids => ({ next: (name) => (name === "response" ? ++responses : ids.next(name)) })
+  return {
+    ...protocol,
+    validate: (body, requestId, path) => {
+      const invalid = protocol.validate(body, requestId, path)
+      const previous = body?.previous_response_id
+      if (invalid !== undefined || path !== "/v1/responses" || typeof previous !== "string" || kept.has(previous)) {
+        return invalid
+      }
+      return {
+        status: 400,
+        body: {
+          error: {
+            message: `Previous response with id '${previous}' not found.`,
+            type: "invalid_request_error",
+            param: "previous_response_id",
+            code: "previous_response_not_found"
+          }
+        }
+      }
+    },
+    json: (body, reply, ids, path) => {
+      if (path !== "/v1/responses") return protocol.json(body, reply, ids, path)
+      const response = responseOf(body, reply, idsOf(ids), "completed", prefix)
+      keep(body, response.id)
+      return response
+    },
+    events: (body, reply, ids, path) => {
+      if (path !== "/v1/responses") return protocol.events(body, reply, ids, path)
+      return responseEvents(body, reply, idsOf(ids), prefix, (id) => keep(body, id))
+    }
+  }
+}
