@@ -467,6 +467,23 @@ describe("errors: every status with the generic body", () => {
     }
   })
 
+  it("an upstream 5xx is a 502 the SDKs may retry; audio of another format, one they are told not to", async () => {
+    const told = async (arrange: () => void) => {
+      openai.reset()
+      arrange()
+      const response = await fetch(`${url}/v1/audio/speech`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+        body: JSON.stringify({ input: "x", model: "openai/tts", voice: "alloy" })
+      })
+      await response.arrayBuffer()
+      return [response.status, response.headers.get("x-should-retry")]
+    }
+    expect(await told(() => openai.script({ kind: "status", status: 500 }))).toEqual([502, null])
+    const wav = { kind: "status", status: 200, body: "RIFF", headers: { "content-type": "audio/wav" } } as const
+    expect(await told(() => openai.script(wav))).toEqual([502, "false"])
+  })
+
   it("405 on another method, with the generic body", async () => {
     const response = await fetch(`${url}/v1/audio/speech`, { headers: { authorization: `Bearer ${KEY}` } })
     const body = await expectGeneric(response, 405)

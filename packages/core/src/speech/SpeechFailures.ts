@@ -33,7 +33,11 @@ export const toGatewayError = (error: UpstreamError): GatewayError.GatewayError 
     case "not_found":
       return Upstream.toGatewayError(error)
     case "server_error":
-      return new GatewayError.UpstreamRejected({ message, status: 502, errorType: "api_error" })
+      // A provider's own 5xx may pass later: the SDKs may retry it. A provider that answered 200 with something that
+      // is not the audio asked for (another format) would answer it again: a 502 they are told not to retry.
+      return error.status !== undefined && error.status >= 500
+        ? new GatewayError.ProviderFailed({ message })
+        : new GatewayError.UpstreamRejected({ message, status: 502, errorType: "api_error" })
     case "transport":
       return new GatewayError.Unavailable({ message })
   }

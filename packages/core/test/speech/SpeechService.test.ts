@@ -205,7 +205,8 @@ describe("SpeechService", () => {
   it("the last failure's status: 524 for a time-out, 502 for a provider error, 529, 429, 503", () => {
     const cases = [
       [failure("timeout"), "UpstreamRejected", 524],
-      [failure("server_error", 500), "UpstreamRejected", 502],
+      [failure("server_error", 500), "ProviderFailed", 502],
+      [failure("server_error", 200), "UpstreamRejected", 502],
       [failure("overloaded", 529), "Overloaded", 529],
       [failure("rate_limited", 429), "RateLimited", 429],
       [failure("transport"), "Unavailable", 503]
