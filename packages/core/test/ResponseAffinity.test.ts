@@ -8,10 +8,10 @@ import { Clock, Effect, Either, Option } from "effect"
 import type { Endpoint, Model } from "../src/catalogue/Catalogue.js"
 import { makeSnapshot } from "../src/catalogue/Catalogue.js"
 import * as Routing from "../src/execution/Routing.js"
-import type { EndpointHealth, HealthSnapshot } from "../src/health/EndpointStats.js"
 import * as OpenAiDialects from "../src/openai/OpenAiDialects.js"
 import * as RoutePlanner from "../src/routing/RoutePlanner.js"
 import * as SessionAffinity from "../src/sessions/SessionAffinity.js"
+import { healthOf } from "./HealthFixtures.js"
 
 const endpoint = (modelId: string, provider: string, prompt: number): Endpoint => ({
   id: `${modelId}@${provider}`,
@@ -47,21 +47,6 @@ const ids = (request: Partial<RoutePlanner.RouteRequest>, context: RoutePlanner.
   planOf(request, context).attempts.map((a) => a.endpoint.id)
 
 const stored = (endpointId: string): RoutePlanner.StoredResponse => ({ id: "resp_1", endpointId })
-
-const healthy: EndpointHealth = {
-  latency30m: null,
-  throughput30m: null,
-  uptime5m: null,
-  uptime30m: null,
-  uptime1d: null,
-  recentOutage: false,
-  coolingDownUntil: null,
-  halfOpen: false
-}
-
-const healthOf = (entries: Record<string, Partial<EndpointHealth>>): HealthSnapshot => ({
-  get: (id) => (entries[id] === undefined ? undefined : { ...healthy, ...entries[id] })
-})
 
 describe("SessionAffinity.responseKey", () => {
   it("is `response:`, the workspace, a unit separator and the id", () => {

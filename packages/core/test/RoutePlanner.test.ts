@@ -2,8 +2,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
 import type { Endpoint, Model } from "../src/catalogue/Catalogue.js"
 import { makeSnapshot } from "../src/catalogue/Catalogue.js"
-import type { EndpointHealth, HealthSnapshot } from "../src/health/EndpointStats.js"
 import * as RoutePlanner from "../src/routing/RoutePlanner.js"
+import { healthOf } from "./HealthFixtures.js"
 
 const endpoint = (modelId: string, provider: string, extra: Partial<Endpoint> = {}): Endpoint => ({
   id: `${modelId}@${provider}`,
@@ -49,21 +49,6 @@ const failure = (request: RoutePlanner.RouteRequest, catalogue = snapshot) => {
   if (Either.isRight(result)) throw new Error("expected the plan to fail")
   return result.left
 }
-
-const known: EndpointHealth = {
-  latency30m: null,
-  throughput30m: null,
-  uptime5m: null,
-  uptime30m: null,
-  uptime1d: null,
-  recentOutage: false,
-  coolingDownUntil: null,
-  halfOpen: false
-}
-
-const healthOf = (entries: Record<string, Partial<EndpointHealth>>): HealthSnapshot => ({
-  get: (id) => (entries[id] === undefined ? undefined : { ...known, ...entries[id] })
-})
 
 const stats = (p50: number, p90 = p50) => ({ p50, p75: p50, p90, p99: p90 })
 

@@ -42,6 +42,17 @@ export interface StreamState {
   identity?: JsonObject | undefined
 }
 
+/** A stream's state before its first frame. */
+export const streamState = (): StreamState => ({
+  usage: {},
+  sawEnd: false,
+  generated: 0,
+  sequence: 0,
+  errorType: null,
+  failure: undefined,
+  identity: undefined
+})
+
 /** What decorating a frame may read: the attempt that answers, and the charge so far. */
 export interface FrameContext {
   readonly attempt: Attempt

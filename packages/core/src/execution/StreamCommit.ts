@@ -18,7 +18,14 @@ import * as Push from "../upstream/Push.js"
 import { nextAttempt, telling, toGatewayError, UpstreamError } from "../upstream/Upstream.js"
 import { failureStep, outcomeOf, recordAttempt, recordFailedAttempt, remember, successStep } from "./Attempts.js"
 import * as Charging from "./Charging.js"
-import type { Dialect, FrameContext, FrameDialect, Pull, StreamState } from "./Dialect.js"
+import {
+  type Dialect,
+  type FrameContext,
+  type FrameDialect,
+  type Pull,
+  type StreamState,
+  streamState
+} from "./Dialect.js"
 import { type Execution, executionOf, type ExecutionResult, type ExecutorPorts, type Planned } from "./Execution.js"
 import { type FramePull, streamOutcome } from "./Outcome.js"
 import * as UntoldUsage from "./UntoldUsage.js"
@@ -106,15 +113,7 @@ const told = <A, E>(
   telling: Telling<E>,
   committed: Committed<E>
 ): Effect.Effect<ExecutionResult<A>> => {
-  const state: StreamState = {
-    usage: {},
-    sawEnd: false,
-    generated: 0,
-    sequence: 0,
-    errorType: null,
-    failure: undefined,
-    identity: undefined
-  }
+  const state = streamState()
   const pull = framePull(telling, committed, state)
   const open = Effect.as(closeWithEnclosing(committed.scope), pull)
   const claim = Effect.succeed({ pull, release: Scope.close(committed.scope, Exit.void) })

@@ -4,33 +4,17 @@
  * then shown.
  */
 import { describe, expect, it } from "@effect/vitest"
-import type { FrameContext, StreamState } from "../../src/execution/Dialect.js"
+import { type FrameContext, streamState } from "../../src/execution/Dialect.js"
 import type { JsonObject } from "../../src/messages/Wire.js"
 import * as OpenAiDialects from "../../src/openai/OpenAiDialects.js"
-import type { Attempt } from "../../src/routing/RoutePlanner.js"
-
-const contextOf = (state: StreamState): FrameContext => ({
-  attempt: { model: { id: "acme/gpt" }, endpoint: { provider: "acme" } } as unknown as Attempt,
-  state,
-  charge: () => ({ usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, cost: "0" }),
-  billed: () => ({ usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, cost: "0" }),
-  pipeline: undefined,
-  requestId: "req_1"
-})
+import { frameContext } from "./FrameFixtures.js"
 
 const calls = { upstream: {} as never, api: "chat" as const, bodyFor: () => ({}), headers: {} }
 
 /** The characters counted over `events`, framed in order by `frames`. */
 const counted = (frames: { frame: (e: JsonObject, c: FrameContext) => string }, events: ReadonlyArray<JsonObject>) => {
-  const state: StreamState = {
-    usage: {},
-    sawEnd: false,
-    generated: 0,
-    sequence: 0,
-    errorType: null,
-    failure: undefined
-  }
-  const context = contextOf(state)
+  const state = streamState()
+  const context = frameContext(state)
   for (const event of events) frames.frame(event, context)
   return state.generated
 }
@@ -74,7 +58,7 @@ describe("responses", () => {
 })
 
 describe("a JSON answer", () => {
-  const attempt = contextOf({} as StreamState).attempt
+  const attempt = frameContext().attempt
   const charge = { usage: { input: 30, output: 4, cacheRead: 0, cacheWrite: 0 }, cost: "0.0001" }
 
   it("chat: its messages' text, reasoning and tool calls counted; the tokens billed shown when none were told", () => {

@@ -4,10 +4,9 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import * as GatewayError from "../../src/errors/GatewayError.js"
-import type { FrameContext } from "../../src/execution/Dialect.js"
 import type { JsonObject } from "../../src/messages/Wire.js"
 import * as OpenAiDialects from "../../src/openai/OpenAiDialects.js"
-import type { Attempt } from "../../src/routing/RoutePlanner.js"
+import { frameContext } from "./FrameFixtures.js"
 
 const calls = { upstream: {} as never, api: "responses" as const, bodyFor: () => ({}), headers: {} }
 const frames = OpenAiDialects.responses(calls).frames
@@ -63,18 +62,10 @@ describe("content", () => {
 })
 
 describe("the error event", () => {
-  const contextOf = (): FrameContext => ({
-    attempt: { model: { id: "acme/gpt" }, endpoint: { provider: "acme" } } as unknown as Attempt,
-    state: { usage: {}, sawEnd: false, generated: 0, sequence: 0, errorType: null, failure: undefined },
-    charge: () => ({ usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, cost: "0" }),
-    billed: () => ({ usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, cost: "0" }),
-    pipeline: undefined,
-    requestId: "req_1"
-  })
   const failure = new GatewayError.InternalError({ message: "upstream stream ended before response.completed" })
   /** The error event's data after `events` were framed. */
   const errorAfter = (events: ReadonlyArray<JsonObject>) => {
-    const context = contextOf()
+    const context = frameContext()
     for (const event of events) frames.frame(event, context)
     const text = frames.error(failure, "req_1", context)
     expect(text.startsWith("event: error\ndata: ")).toBe(true)
