@@ -173,17 +173,18 @@ export const make = (options: SqlKeysOptions = {}): Effect.Effect<Keys.KeysServi
     const list = findAll(undefined).pipe(Effect.map((rows) => rows.map(storedOf)), Effect.orDie)
 
     // One transaction: a key is never missing half-way through a sync, and two processes syncing at once serialise.
+    // It writes first: on SQLite, a transaction that reads and then writes fails at once ("database is locked") when
+    // another connection wrote in between (the usage records' thread, another process), where one that writes first
+    // waits for the lock (a SIGHUP reload failed so under load).
     const sync = (source: Keys.KeySource, keys: ReadonlyArray<Omit<Keys.ProvisionKey, "source">>) =>
       Effect.gen(function*() {
         const now = yield* Clock.currentTimeMillis
-        const existing = yield* findAll(undefined)
-        const stored = new Set(existing.map((row) => row.key_hash))
-        const wanted = new Set(keys.map((key) => key.digest))
-        const stale = existing.filter((row) => row.source === source && !wanted.has(row.key_hash))
-        for (const row of stale) {
-          yield* sql`DELETE FROM mg_api_keys WHERE key_hash = ${row.key_hash}`
-          cache.delete(row.key_hash)
-        }
+        const wanted = keys.map((key) => key.digest)
+        const stale = yield* sql<{ readonly key_hash: string }>`DELETE FROM mg_api_keys WHERE source = ${source}${
+          wanted.length === 0 ? sql`` : sql` AND NOT ${sql.in("key_hash", wanted)}`
+        } RETURNING key_hash`
+        for (const row of stale) cache.delete(row.key_hash)
+        const stored = new Set((yield* findAll(undefined)).map((row) => row.key_hash))
         for (const key of keys) yield* upsert({ ...key, source }, now)
         const added = keys.filter((key) => !stored.has(key.digest)).length
         return { added, kept: keys.length - added, revoked: stale.length } satisfies Keys.SyncResult
